@@ -1,0 +1,20 @@
+// Radix's own MLIR passes (each named, so it can appear in pipelines and dumps).
+#pragma once
+
+#include <memory>
+
+namespace mlir { class Pass; }
+
+namespace radix {
+
+// "radix-results-to-destinations": rewrites func.func @main(tensors) ->
+// (tensors) into destination-passing style, @main(tensors..., memrefs...) with
+// no results, each result materialized into its destination memref. Inputs
+// are marked non-writable so bufferization never writes into a caller's
+// buffer. Adds llvm.emit_c_interface for a stable C calling convention.
+std::unique_ptr<mlir::Pass> create_results_to_destinations_pass();
+
+// Registers the passes above with MLIR's textual pipeline parser (idempotent).
+void register_radix_passes();
+
+}  // namespace radix

@@ -1,0 +1,122 @@
+#include "radix/compiler/pipelines.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "radix/compiler/passes.h"
+#include "radix/compiler/schedule.h"
+
+namespace radix {
+
+namespace {
+const PipelineStage kStages[] = {
+    {"dps", "radix-results-to-destinations"},
+    {"fuse", "func.func(linalg-fuse-elementwise-ops),canonicalize,cse"},
+    {"schedule", ""},
+    {"bufferize",
+     "eliminate-empty-tensors,"
+     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+     "buffer-deallocation-pipeline,canonicalize,cse"},
+    {"lower",
+     "convert-vector-to-scf{full-unroll},convert-linalg-to-loops,"
+     "expand-strided-metadata,lower-affine,"
+     "func.func(math-extend-to-supported-types,"
+     "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32},"
+     "arith-expand{include-bf16=true}),"
+     "convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,"
+     "convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,"
+     "convert-cf-to-llvm,convert-func-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts"},
+};
+
+void register_all_once() {
+  static bool done = [] {
+    mlir::registerAllPasses();
+    register_radix_passes();
+    return true;
+  }();
+  (void)done;
+}
+}  // namespace
+
+std::span<const PipelineStage> cpu_pipeline_stages() { return kStages; }
+
+bool is_known_stage(std::string_view name) {
+  if (name == "traced" || name == "llvm-ir" || name == "all") return true;
+  for (const auto& s : kStages)
+    if (name == s.name) return true;
+  return false;
+}
+
+bool StageDumper::wants(std::string_view stage) const {
+  for (const auto& d : options_.dump)
+    if (d == stage || d == "all") return true;
+  return false;
+}
+
+void StageDumper::dump(std::string_view stage, std::string_view text, std::string_view ext) {
+  if (!wants(stage)) return;
+  ++counter_;
+  if (options_.dump_dir.empty()) {
+    std::fprintf(stderr, "// ----- radix stage: %.*s -----\n%.*s\n", static_cast<int>(stage.size()), stage.data(),
+                 static_cast<int>(text.size()), text.data());
+    return;
+  }
+  std::filesystem::create_directories(options_.dump_dir);
+  char prefix[8];
+  std::snprintf(prefix, sizeof(prefix), "%02d-", counter_);
+  std::filesystem::path p = std::filesystem::path(options_.dump_dir) /
+                            (std::string(prefix) + std::string(stage) + "." + std::string(ext));
+  std::ofstream(p) << text;
+}
+
+void StageDumper::dump_module(std::string_view stage, mlir::ModuleOp module) {
+  if (!wants(stage)) return;
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  module.print(os);
+  dump(stage, s);
+}
+
+Status run_cpu_lowering(mlir::ModuleOp module, const CompileOptions& options, StageDumper& dumper,
+                        const std::function<void(std::string_view, double)>& on_stage) {
+  register_all_once();
+  mlir::MLIRContext* ctx = module.getContext();
+  std::string diag;
+  mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic& d) {
+    llvm::raw_string_ostream os(diag);
+    os << d << "\n";
+    return mlir::success();
+  });
+  for (const PipelineStage& stage : kStages) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::string name = stage.name;
+    if (name == "schedule") {
+      if (!options.vectorize) continue;
+      ScheduleSummary sum;
+      std::string script = build_cpu_schedule(module, &sum);
+      if (!script.empty()) {
+        dumper.dump("schedule-script", script);
+        RADIX_RETURN_IF_ERROR(apply_schedule(module, script));
+      }
+    } else {
+      mlir::PassManager pm = mlir::PassManager::on<mlir::ModuleOp>(ctx);
+      if (mlir::failed(mlir::parsePassPipeline(stage.pipeline, pm, llvm::errs())))
+        return compile_error("stage '" + name + "': pass pipeline does not parse: " + stage.pipeline);
+      if (mlir::failed(pm.run(module)))
+        return compile_error("stage '" + name + "' (" + stage.pipeline + ") failed:\n" + diag);
+    }
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (on_stage) on_stage(name, ms);
+    dumper.dump_module(name, module);
+  }
+  return Status();
+}
+
+}  // namespace radix

@@ -1,0 +1,35 @@
+// The CPU tiling + vectorization schedule, expressed in the transform dialect
+// and generated per module: each linalg op with static shapes gets tile sizes
+// that divide its dims (so every tile vectorizes), chosen by its kind.
+//
+//  * linalg.matmul: optional L2 blocking (64 x 256 output blocks, K blocks of
+//    256) for large problems, then tm x tn register tiles (up to 8 x 32) with
+//    K steps of 1, vectorized into vector.contract and lowered to FMAs as
+//    outer products — the two-level schedule measured in the MLIR 22 probe.
+//  * elementwise linalg.generic / linalg.fill: the innermost dim tiled by the
+//    vector width (16, 8 or 4 lanes), the others by 1, then vectorized.
+//  * everything else (reductions, general contractions): left to scalar loops.
+#pragma once
+
+#include <string>
+
+#include "radix/core/status.h"
+
+namespace mlir { class ModuleOp; }
+
+namespace radix {
+
+struct ScheduleSummary {
+  int matmuls = 0;      // matmuls given register tiles
+  int elementwise = 0;  // elementwise ops / fills vectorized
+  int skipped = 0;      // ops left as scalar loops
+};
+
+// Marks schedulable ops in @main with radix.sid attributes and returns the
+// transform script (empty when nothing is to be scheduled).
+std::string build_cpu_schedule(mlir::ModuleOp module, ScheduleSummary* summary);
+
+// Parses and applies a transform script to the module, then strips the marks.
+Status apply_schedule(mlir::ModuleOp module, const std::string& script);
+
+}  // namespace radix

@@ -1,0 +1,16 @@
+// Umbrella header: everything a Radix user needs.
+#pragma once
+
+#include "radix/api/compile.h"
+#include "radix/api/visit.h"
+#include "radix/core/dtype.h"
+#include "radix/core/half.h"
+#include "radix/core/shape.h"
+#include "radix/core/status.h"
+#include "radix/runtime/buffer.h"
+#include "radix/runtime/executable.h"
+#include "radix/runtime/platform.h"
+#include "radix/trace/compilation_context.h"
+#include "radix/trace/ops.h"
+#include "radix/trace/tensor.h"
+#include "radix/trace/trace_error.h"

@@ -1,0 +1,62 @@
+// Platform: a device backend plus the operations users need from it — compile
+// a traced module into an Executable, and move data in and out of Buffers.
+// Cheap to copy (shares the backend).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "radix/compiler/compile_options.h"
+#include "radix/runtime/backend.h"
+#include "radix/runtime/buffer.h"
+#include "radix/runtime/executable.h"
+
+namespace radix {
+
+class TracedModule;
+
+class Platform {
+ public:
+  explicit Platform(std::shared_ptr<Backend> backend) : backend_(std::move(backend)) {}
+  // The embedded CPU backend (LLVM ORC JIT).
+  static Platform cpu();
+
+  std::string name() const { return backend_->name(); }
+  const std::shared_ptr<Backend>& backend() const { return backend_; }
+
+  Result<Executable> compile(const TracedModule& module, const CompileOptions& options = {}) const;
+
+  // Host -> device. `data.size()` must equal shape.count() and T match the
+  // dtype (uint8_t for bool, uint16_t raw bits for f16 / bf16).
+  template <class T>
+  Result<Buffer> buffer(const Shape& shape, std::span<const T> data) const;
+  template <class T>
+  Result<Buffer> buffer(const Shape& shape, const std::vector<T>& data) const {
+    return buffer(shape, std::span<const T>(data));
+  }
+  template <class T>
+  Result<Buffer> buffer(const Shape& shape, std::initializer_list<T> data) const {
+    return buffer(shape, std::span<const T>(data.begin(), data.size()));
+  }
+  // A scalar (rank-0) buffer.
+  template <class T>
+  Result<Buffer> scalar(T value) const { return buffer(Shape(dtype_v<T>), std::span<const T>(&value, 1)); }
+  Result<Buffer> bytes(const Shape& shape, std::span<const std::byte> data) const {
+    return Buffer::from_bytes(backend_, shape, data);
+  }
+
+ private:
+  static Status check_host_data(const Shape& shape, DType host, size_t elem_size, size_t count);
+  std::shared_ptr<Backend> backend_;
+};
+
+template <class T>
+Result<Buffer> Platform::buffer(const Shape& shape, std::span<const T> data) const {
+  static_assert(!std::is_same_v<T, bool>, "use uint8_t for bool buffers");
+  if (Status s = check_host_data(shape, dtype_v<T>, sizeof(T), data.size()); !s.ok()) return s;
+  return Buffer::from_bytes(backend_, shape, std::as_bytes(data));
+}
+
+}  // namespace radix

@@ -1,0 +1,92 @@
+// CompilationContext: owns everything tracing needs — the MLIRContext (with the
+// dialects Radix emits), the module being built, the builder and its block
+// stack, and the canonicalize -> cse -> canonicalize clean-up pipeline.
+//
+// Threading: a context is used by one thread at a time. While a function is
+// traced, the context is *active* on that thread (CompilationContext::current);
+// activations nest as a stack, and every op checks that its operands belong to
+// the active context, so tensors from two traces are never silently mixed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "radix/core/shape.h"
+#include "radix/core/status.h"
+#include "radix/trace/tensor.h"
+#include "radix/trace/traced_module.h"
+
+namespace mlir { class MLIRContext; class OpBuilder; class ModuleOp; class Location; class Block; }
+
+namespace radix {
+
+struct TraceOptions {
+  std::string name = "radix";         // module name (sym_name)
+  bool canonicalize = true;           // run canonicalize,cse,canonicalize after emission
+};
+
+class CompilationContext {
+ public:
+  explicit CompilationContext(const TraceOptions& options = {});
+  ~CompilationContext();
+  CompilationContext(const CompilationContext&) = delete;
+  CompilationContext& operator=(const CompilationContext&) = delete;
+
+  // The active context on this thread, or nullptr.
+  static CompilationContext* current();
+  // The active context; TraceError naming `what` if none is active.
+  static CompilationContext& require_current(const char* what);
+
+  // RAII activation; nests.
+  class Activation {
+   public:
+    explicit Activation(CompilationContext& ctx);
+    ~Activation();
+    Activation(const Activation&) = delete;
+    Activation& operator=(const Activation&) = delete;
+   private:
+    CompilationContext* ctx_;
+  };
+
+  const TraceOptions& options() const { return options_; }
+  mlir::MLIRContext& mlir_context();
+  mlir::OpBuilder& builder();
+  mlir::ModuleOp module();
+  mlir::Location loc();
+  uint64_t next_id() { return next_id_++; }
+
+  // Block stack: ops are emitted at the end of the top block.
+  void push_block(mlir::Block* block);
+  void pop_block(mlir::Block* block);
+  mlir::Block* current_block() const;
+
+  // Body of a traced function: receives one Tensor per input (model tensors
+  // then call arguments, as block arguments of @main) and returns the result
+  // tensors. Throws TraceError on misuse.
+  using Body = std::function<std::vector<Tensor>(std::span<const Tensor> inputs)>;
+
+  // Emits func.func @main(inputs...) -> (results...) into this context's
+  // module, verifies it, runs the clean-up pipeline. Errors (TraceError
+  // thrown by ops, verifier failures) come back as a Status.
+  Status emit_main(const std::vector<Shape>& inputs, const std::vector<std::string>& input_names,
+                   size_t n_model, const Body& body, Signature* signature);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  TraceOptions options_;
+  uint64_t next_id_ = 1;
+  std::vector<mlir::Block*> blocks_;
+};
+
+// Traces `body` into a fresh module: the non-template core of compile_fn /
+// compile_model.
+Result<TracedModule> trace(const TraceOptions& options, const std::vector<Shape>& inputs,
+                           const std::vector<std::string>& input_names, size_t n_model,
+                           const CompilationContext::Body& body);
+
+}  // namespace radix

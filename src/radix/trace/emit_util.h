@@ -1,0 +1,39 @@
+// Internal helpers shared by the op emitters: broadcasting alignment and
+// linalg.generic construction for elementwise maps.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "radix/trace/mlir_bridge.h"
+
+namespace radix::detail {
+
+// Result of aligning operand shapes for broadcasting: the result shape
+// (dtype of the first operand) and, per operand, the result axis each of its
+// axes maps to.
+struct Alignment {
+  Shape result;
+  std::vector<std::vector<int>> axis_map;  // axis_map[k][i] = result axis of operand k's axis i
+};
+Alignment align_shapes(const char* op, std::span<const Tensor* const> operands);
+
+// Elementwise body: receives one scalar per operand, returns the result scalar.
+using ScalarFn = std::function<mlir::Value(mlir::OpBuilder&, mlir::Location, mlir::ValueRange)>;
+
+// Emits a linalg.generic over `result` (all parallel loops) that reads each
+// operand through its axis map (size-1 axes broadcast) and writes body's value.
+Tensor emit_map(CompilationContext& ctx, std::span<const Tensor* const> operands,
+                const std::vector<std::vector<int>>& axis_map, const Shape& result, const ScalarFn& body);
+
+// An arith constant scalar of `dtype`.
+mlir::Value scalar_constant(mlir::OpBuilder& b, mlir::Location loc, DType dtype, double value);
+// A tensor.empty of `shape`.
+mlir::Value empty_tensor(CompilationContext& ctx, const Shape& shape);
+
+// Throws unless all operands share one dtype.
+void require_same_dtype(const char* op, std::initializer_list<const Tensor*> operands);
+void require_float(const char* op, const Tensor& x);
+
+}  // namespace radix::detail

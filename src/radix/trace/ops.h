@@ -1,0 +1,132 @@
+// The operator set. Every op is a free function over Tensors that emits
+// upstream MLIR (linalg / tensor / arith / math) into the active
+// CompilationContext and returns a new Tensor; inputs are never modified.
+//
+// Misuse (mismatched shapes or dtypes, unknown axes) throws TraceError at once
+// with every operand shape in the message.
+//
+// Broadcasting (binary ops, select, broadcast_to):
+//  * a rank-0 operand broadcasts to any shape;
+//  * if every axis of both operands is tagged, axes are aligned by tag: the
+//    result has the lhs axes followed by the rhs axes whose tags lhs lacks;
+//  * otherwise axes are aligned from the right (NumPy rules): sizes must be
+//    equal or 1. Tags carry over from whichever operand has them; two
+//    different tags on one aligned axis are an error.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include "radix/core/shape.h"
+#include "radix/trace/tensor.h"
+
+namespace radix {
+
+using Axes = std::vector<Axis>;
+
+// ---------------------------------------------------------------- constants
+// A rank-0 constant. Integers and bools are exact; floats round to dtype.
+Tensor scalar(double value, DType dtype);
+// A constant of `shape` filled with `value`.
+Tensor full(const Shape& shape, double value);
+// A constant from host data (converted to shape.dtype()); data.size() must
+// equal shape.count(). Meant for small tables; weights belong in Buffers.
+Tensor constant(const Shape& shape, std::span<const double> data);
+// 0, 1, ..., n-1 along a new rank-1 axis (optionally tagged).
+Tensor iota(int64_t n, DType dtype, Tag tag = Tag());
+
+// ---------------------------------------------------------------- elementwise
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);   // integers: truncating, like C++
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);   // floats only
+
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor exp(const Tensor& x);    // floats only, as are log .. sigmoid
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);   // max(x, 0), any numeric dtype
+
+// Comparisons return bool tensors.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+// cond ? a : b elementwise; cond must be bool; the three broadcast together.
+Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+// Converts element type (floats round to nearest; float -> int truncates toward
+// zero; anything -> bool is `!= 0`).
+Tensor convert(const Tensor& x, DType dtype);
+
+// ---------------------------------------------------------------- shape ops
+// Broadcasts x to `shape` with the broadcasting rules above (x's dims must be
+// 1 or equal to the aligned target dim). Result has `shape` (its tags too).
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+// Explicit form: x's axis i becomes result axis axes[i] (indices or tags of
+// `shape`); axes.size() == x.rank().
+Tensor broadcast(const Tensor& x, const Shape& shape, const Axes& axes);
+// New dims with the same element count; one dim may be -1 (inferred).
+// Tags are dropped unless `tags` is given.
+Tensor reshape(const Tensor& x, std::initializer_list<int64_t> dims);
+Tensor reshape(const Tensor& x, std::span<const int64_t> dims, std::span<const Tag> tags = {});
+// Result axis i is x's axis perm[i] (index or tag); tags move with their axes.
+Tensor transpose(const Tensor& x, const Axes& perm);
+// Inserts a size-1 axis at `axis` (0..rank), optionally tagged.
+Tensor expand_dims(const Tensor& x, int axis, Tag tag = Tag());
+// Removes a size-1 axis.
+Tensor squeeze(const Tensor& x, const Axis& axis);
+
+// ---------------------------------------------------------------- reductions
+struct ReduceOptions {
+  bool keep_dims = false;  // keep reduced axes as size 1 (tags kept)
+};
+// Reduce over `axes` (indices or tags); empty axes = all axes.
+Tensor reduce_sum(const Tensor& x, const Axes& axes = {}, ReduceOptions opts = {});
+Tensor reduce_max(const Tensor& x, const Axes& axes = {}, ReduceOptions opts = {});
+Tensor reduce_min(const Tensor& x, const Axes& axes = {}, ReduceOptions opts = {});
+Tensor reduce_mean(const Tensor& x, const Axes& axes = {}, ReduceOptions opts = {});  // floats only
+
+// ---------------------------------------------------------------- contractions
+struct DotDims {
+  Axes lhs_batch, rhs_batch;        // paired batching axes
+  Axes lhs_contract, rhs_contract;  // paired contracting axes
+};
+// General contraction. Result axes: batch axes (lhs order), then lhs free
+// axes, then rhs free axes; tags carry over. Operands share one dtype.
+Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& dims);
+// Tagged contraction: contracts the axes carrying the given tags in both
+// operands; every other tag present in both becomes a batching axis.
+Tensor dot(const Tensor& lhs, const Tensor& rhs, std::initializer_list<Tag> contract);
+Tensor dot(const Tensor& lhs, const Tensor& rhs, Tag contract);
+// [..., m, k] x [..., k, n] -> [..., m, n] with equal leading batch dims;
+// rank-1 operands act as a row / column vector and that axis is dropped.
+Tensor matmul(const Tensor& lhs, const Tensor& rhs);
+
+// ---------------------------------------------------------------- operators
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+// Scalar operands take the tensor's dtype.
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+
+}  // namespace radix

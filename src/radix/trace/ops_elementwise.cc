@@ -1,0 +1,301 @@
+// Elementwise ops, comparisons, select, convert and constants: each becomes
+// one linalg.generic (or a constant), so the backend's elementwise fusion
+// can merge chains of them into a single loop nest.
+#include <cmath>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "radix/trace/emit_util.h"
+#include "radix/trace/ops.h"
+
+namespace radix {
+
+using namespace detail;
+using mlir::Location;
+using mlir::OpBuilder;
+using mlir::Value;
+using mlir::ValueRange;
+
+namespace {
+
+enum class Kind { kFloat, kSigned, kUnsigned };  // bool counts as unsigned
+Kind kind_of(DType d) {
+  if (is_float(d)) return Kind::kFloat;
+  if (is_signed_int(d)) return Kind::kSigned;
+  return Kind::kUnsigned;
+}
+
+Tensor binary(const char* op, const Tensor& a, const Tensor& b, DType out_dtype, const ScalarFn& fn) {
+  CompilationContext& ctx = context_for(op, {&a, &b});
+  const Tensor* ops[] = {&a, &b};
+  Alignment al = align_shapes(op, ops);
+  return emit_map(ctx, ops, al.axis_map, al.result.with_dtype(out_dtype), fn);
+}
+
+// Arithmetic binary op: same dtype in and out; one builder per kind.
+template <class FOp, class SOp, class UOp>
+Tensor arith_binary(const char* op, const Tensor& a, const Tensor& b, bool allow_bool = false) {
+  context_for(op, {&a, &b});
+  require_same_dtype(op, {&a, &b});
+  if (is_bool(a.dtype()) && !allow_bool)
+    fail(describe(op, {&a, &b}) + ": not defined for bool tensors (convert them first)");
+  Kind k = kind_of(a.dtype());
+  return binary(op, a, b, a.dtype(), [k](OpBuilder& nb, Location l, ValueRange v) -> Value {
+    if (k == Kind::kFloat) return FOp::create(nb, l, v[0], v[1]);
+    if (k == Kind::kSigned) return SOp::create(nb, l, v[0], v[1]);
+    return UOp::create(nb, l, v[0], v[1]);
+  });
+}
+
+Tensor unary(const char* op, const Tensor& x, const ScalarFn& fn, DType out) {
+  CompilationContext& ctx = context_for(op, {&x});
+  const Tensor* ops[] = {&x};
+  std::vector<std::vector<int>> m(1);
+  for (int i = 0; i < x.rank(); ++i) m[0].push_back(i);
+  return emit_map(ctx, ops, m, x.shape().with_dtype(out), fn);
+}
+
+template <class MathOp>
+Tensor float_unary(const char* op, const Tensor& x) {
+  context_for(op, {&x});
+  require_float(op, x);
+  return unary(op, x, [](OpBuilder& nb, Location l, ValueRange v) -> Value { return MathOp::create(nb, l, v[0]); },
+               x.dtype());
+}
+
+Tensor compare(const char* op, const Tensor& a, const Tensor& b, mlir::arith::CmpFPredicate fp,
+               mlir::arith::CmpIPredicate sp, mlir::arith::CmpIPredicate up) {
+  context_for(op, {&a, &b});
+  require_same_dtype(op, {&a, &b});
+  Kind k = kind_of(a.dtype());
+  return binary(op, a, b, DType::kBool, [=](OpBuilder& nb, Location l, ValueRange v) -> Value {
+    if (k == Kind::kFloat) return mlir::arith::CmpFOp::create(nb, l, fp, v[0], v[1]);
+    return mlir::arith::CmpIOp::create(nb, l, k == Kind::kSigned ? sp : up, v[0], v[1]);
+  });
+}
+
+// Scalar-to-scalar conversion between element types.
+Value convert_scalar(OpBuilder& b, Location l, Value v, DType from, DType to) {
+  if (from == to) return v;
+  mlir::Type et = element_type(b.getContext(), to);
+  if (is_bool(to)) {
+    Value zero = scalar_constant(b, l, from, 0);
+    if (is_float(from)) return mlir::arith::CmpFOp::create(b, l, mlir::arith::CmpFPredicate::UNE, v, zero);
+    return mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::ne, v, zero);
+  }
+  if (is_float(from) && is_float(to)) {
+    if (dtype_bits(to) > dtype_bits(from)) return mlir::arith::ExtFOp::create(b, l, et, v);
+    if (dtype_bits(to) < dtype_bits(from)) return mlir::arith::TruncFOp::create(b, l, et, v);
+    // f16 <-> bf16: go through f32.
+    Value w = mlir::arith::ExtFOp::create(b, l, b.getF32Type(), v);
+    return mlir::arith::TruncFOp::create(b, l, et, w);
+  }
+  if (is_float(to)) {
+    if (is_signed_int(from)) return mlir::arith::SIToFPOp::create(b, l, et, v);
+    return mlir::arith::UIToFPOp::create(b, l, et, v);
+  }
+  if (is_float(from)) {
+    if (is_signed_int(to)) return mlir::arith::FPToSIOp::create(b, l, et, v);
+    return mlir::arith::FPToUIOp::create(b, l, et, v);
+  }
+  // integer / bool -> integer
+  int fb = dtype_bits(from), tb = dtype_bits(to);
+  if (tb > fb) {
+    if (is_signed_int(from)) return mlir::arith::ExtSIOp::create(b, l, et, v);
+    return mlir::arith::ExtUIOp::create(b, l, et, v);
+  }
+  if (tb < fb) return mlir::arith::TruncIOp::create(b, l, et, v);
+  return v;  // same width, other signedness: same bits
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- constants
+
+Tensor scalar(double value, DType dtype) {
+  CompilationContext& ctx = CompilationContext::require_current("scalar");
+  OpBuilder& b = ctx.builder();
+  Shape s(dtype);
+  auto type = tensor_type(&ctx.mlir_context(), s);
+  Value c = scalar_constant(b, ctx.loc(), dtype, value);
+  auto attr = mlir::DenseElementsAttr::get(type, llvm::cast<mlir::arith::ConstantOp>(c.getDefiningOp()).getValue());
+  c.getDefiningOp()->erase();
+  return wrap(ctx, mlir::arith::ConstantOp::create(b, ctx.loc(), type, attr), s);
+}
+
+Tensor full(const Shape& shape, double value) {
+  CompilationContext& ctx = CompilationContext::require_current("full");
+  OpBuilder& b = ctx.builder();
+  Value c = scalar_constant(b, ctx.loc(), shape.dtype(), value);
+  Value e = empty_tensor(ctx, shape);
+  Value f = mlir::linalg::FillOp::create(b, ctx.loc(), ValueRange{c}, ValueRange{e}).getResult(0);
+  return wrap(ctx, f, shape);
+}
+
+Tensor constant(const Shape& shape, std::span<const double> data) {
+  CompilationContext& ctx = CompilationContext::require_current("constant");
+  if (static_cast<int64_t>(data.size()) != shape.count())
+    fail("constant: " + std::to_string(data.size()) + " values given for " + shape.to_string() + " (" +
+         std::to_string(shape.count()) + " elements)");
+  OpBuilder& b = ctx.builder();
+  auto type = tensor_type(&ctx.mlir_context(), shape);
+  mlir::Type et = type.getElementType();
+  llvm::SmallVector<mlir::Attribute> vals;
+  vals.reserve(data.size());
+  for (double v : data) {
+    Value c = scalar_constant(b, ctx.loc(), shape.dtype(), v);
+    vals.push_back(llvm::cast<mlir::arith::ConstantOp>(c.getDefiningOp()).getValue());
+    c.getDefiningOp()->erase();
+  }
+  (void)et;
+  auto attr = mlir::DenseElementsAttr::get(type, vals);
+  return wrap(ctx, mlir::arith::ConstantOp::create(b, ctx.loc(), type, attr), shape);
+}
+
+Tensor iota(int64_t n, DType dtype, Tag tag) {
+  CompilationContext& ctx = CompilationContext::require_current("iota");
+  if (is_bool(dtype)) fail("iota: bool dtype is not supported");
+  Shape s = tag.empty() ? Shape(dtype, {n}) : Shape(dtype, {n}, {tag});
+  std::vector<std::vector<int>> none;
+  return emit_map(ctx, {}, none, s, [dtype](OpBuilder& nb, Location l, ValueRange) -> Value {
+    Value idx = mlir::linalg::IndexOp::create(nb, l, 0);
+    Value i64 = mlir::arith::IndexCastOp::create(nb, l, nb.getI64Type(), idx);
+    return convert_scalar(nb, l, i64, DType::kI64, dtype);
+  });
+}
+
+// ---------------------------------------------------------------- binary
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  return arith_binary<mlir::arith::AddFOp, mlir::arith::AddIOp, mlir::arith::AddIOp>("add", a, b);
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  return arith_binary<mlir::arith::SubFOp, mlir::arith::SubIOp, mlir::arith::SubIOp>("sub", a, b);
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return arith_binary<mlir::arith::MulFOp, mlir::arith::MulIOp, mlir::arith::MulIOp>("mul", a, b);
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  return arith_binary<mlir::arith::DivFOp, mlir::arith::DivSIOp, mlir::arith::DivUIOp>("div", a, b);
+}
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return arith_binary<mlir::arith::MaximumFOp, mlir::arith::MaxSIOp, mlir::arith::MaxUIOp>("maximum", a, b, true);
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return arith_binary<mlir::arith::MinimumFOp, mlir::arith::MinSIOp, mlir::arith::MinUIOp>("minimum", a, b, true);
+}
+Tensor pow(const Tensor& a, const Tensor& b) {
+  context_for("pow", {&a, &b});
+  require_same_dtype("pow", {&a, &b});
+  require_float("pow", a);
+  return binary("pow", a, b, a.dtype(), [](OpBuilder& nb, Location l, ValueRange v) -> Value {
+    return mlir::math::PowFOp::create(nb, l, v[0], v[1]);
+  });
+}
+
+// ---------------------------------------------------------------- unary
+
+Tensor neg(const Tensor& x) {
+  context_for("neg", {&x});
+  if (is_bool(x.dtype())) fail(describe("neg", {&x}) + ": not defined for bool tensors");
+  DType d = x.dtype();
+  return unary("neg", x, [d](OpBuilder& nb, Location l, ValueRange v) -> Value {
+    if (is_float(d)) return mlir::arith::NegFOp::create(nb, l, v[0]);
+    return mlir::arith::SubIOp::create(nb, l, scalar_constant(nb, l, d, 0), v[0]);
+  }, d);
+}
+
+Tensor abs(const Tensor& x) {
+  context_for("abs", {&x});
+  DType d = x.dtype();
+  if (is_unsigned_int(d) || is_bool(d)) return x;  // already non-negative
+  return unary("abs", x, [d](OpBuilder& nb, Location l, ValueRange v) -> Value {
+    if (is_float(d)) return mlir::math::AbsFOp::create(nb, l, v[0]);
+    return mlir::math::AbsIOp::create(nb, l, v[0]);
+  }, d);
+}
+
+Tensor exp(const Tensor& x) { return float_unary<mlir::math::ExpOp>("exp", x); }
+Tensor log(const Tensor& x) { return float_unary<mlir::math::LogOp>("log", x); }
+Tensor sqrt(const Tensor& x) { return float_unary<mlir::math::SqrtOp>("sqrt", x); }
+Tensor rsqrt(const Tensor& x) { return float_unary<mlir::math::RsqrtOp>("rsqrt", x); }
+Tensor tanh(const Tensor& x) { return float_unary<mlir::math::TanhOp>("tanh", x); }
+
+Tensor sigmoid(const Tensor& x) {
+  context_for("sigmoid", {&x});
+  require_float("sigmoid", x);
+  DType d = x.dtype();
+  // 1 / (1 + exp(-x)): exact at both tails (exp overflow gives 0, not NaN).
+  return unary("sigmoid", x, [d](OpBuilder& nb, Location l, ValueRange v) -> Value {
+    Value one = scalar_constant(nb, l, d, 1.0);
+    Value e = mlir::math::ExpOp::create(nb, l, mlir::arith::NegFOp::create(nb, l, v[0]));
+    return mlir::arith::DivFOp::create(nb, l, one, mlir::arith::AddFOp::create(nb, l, one, e));
+  }, d);
+}
+
+Tensor relu(const Tensor& x) {
+  context_for("relu", {&x});
+  if (is_bool(x.dtype())) fail(describe("relu", {&x}) + ": not defined for bool tensors");
+  DType d = x.dtype();
+  Kind k = kind_of(d);
+  if (k == Kind::kUnsigned) return x;
+  return unary("relu", x, [d, k](OpBuilder& nb, Location l, ValueRange v) -> Value {
+    Value zero = scalar_constant(nb, l, d, 0);
+    if (k == Kind::kFloat) return mlir::arith::MaximumFOp::create(nb, l, v[0], zero);
+    return mlir::arith::MaxSIOp::create(nb, l, v[0], zero);
+  }, d);
+}
+
+// ---------------------------------------------------------------- comparisons
+
+using FP = mlir::arith::CmpFPredicate;
+using IP = mlir::arith::CmpIPredicate;
+Tensor eq(const Tensor& a, const Tensor& b) { return compare("eq", a, b, FP::OEQ, IP::eq, IP::eq); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare("ne", a, b, FP::UNE, IP::ne, IP::ne); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare("lt", a, b, FP::OLT, IP::slt, IP::ult); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare("le", a, b, FP::OLE, IP::sle, IP::ule); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare("gt", a, b, FP::OGT, IP::sgt, IP::ugt); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare("ge", a, b, FP::OGE, IP::sge, IP::uge); }
+
+Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  CompilationContext& ctx = context_for("select", {&cond, &a, &b});
+  if (!is_bool(cond.dtype()))
+    fail(describe("select", {&cond, &a, &b}) + ": the condition must be bool, got " +
+         std::string(dtype_name(cond.dtype())));
+  require_same_dtype("select", {&a, &b});
+  const Tensor* ops[] = {&cond, &a, &b};
+  Alignment al = align_shapes("select", ops);
+  return emit_map(ctx, ops, al.axis_map, al.result.with_dtype(a.dtype()),
+                  [](OpBuilder& nb, Location l, ValueRange v) -> Value {
+                    return mlir::arith::SelectOp::create(nb, l, v[0], v[1], v[2]);
+                  });
+}
+
+Tensor convert(const Tensor& x, DType dtype) {
+  context_for("convert", {&x});
+  DType from = x.dtype();
+  if (from == dtype) return x;
+  return unary("convert", x, [from, dtype](OpBuilder& nb, Location l, ValueRange v) -> Value {
+    return convert_scalar(nb, l, v[0], from, dtype);
+  }, dtype);
+}
+
+// ---------------------------------------------------------------- operators
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator-(const Tensor& a) { return neg(a); }
+Tensor operator+(const Tensor& a, double b) { return add(a, scalar(b, a.dtype())); }
+Tensor operator-(const Tensor& a, double b) { return sub(a, scalar(b, a.dtype())); }
+Tensor operator*(const Tensor& a, double b) { return mul(a, scalar(b, a.dtype())); }
+Tensor operator/(const Tensor& a, double b) { return div(a, scalar(b, a.dtype())); }
+Tensor operator+(double a, const Tensor& b) { return add(scalar(a, b.dtype()), b); }
+Tensor operator-(double a, const Tensor& b) { return sub(scalar(a, b.dtype()), b); }
+Tensor operator*(double a, const Tensor& b) { return mul(scalar(a, b.dtype()), b); }
+Tensor operator/(double a, const Tensor& b) { return div(scalar(a, b.dtype()), b); }
+
+}  // namespace radix

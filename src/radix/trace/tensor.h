@@ -1,0 +1,67 @@
+// Tensor: a cheap handle on a value being traced. It holds the value's Shape,
+// the MLIR value it stands for, the CompilationContext that owns that value, a
+// unique id, and its donation state. Copying a Tensor copies the handle; ops
+// never mutate a Tensor, they return new ones.
+//
+// A Tensor without a value is a *placeholder*: it carries only a Shape and is
+// used to describe model weights and call arguments before tracing (see
+// api/compile.h). Using a placeholder in an op is a TraceError.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "radix/core/shape.h"
+
+namespace radix {
+
+class CompilationContext;
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // A shape-only placeholder (no value, no context).
+  static Tensor placeholder(const Shape& shape);
+
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return shape_.dtype(); }
+  int rank() const { return shape_.rank(); }
+  // Size of an axis given by index (negative allowed) or tag; TraceError if absent.
+  int64_t dim(const Axis& axis) const;
+  // Index of an axis given by index or tag; TraceError if absent.
+  int axis(const Axis& axis) const;
+  int64_t count() const { return shape_.count(); }
+  bool is_placeholder() const { return value_ == nullptr; }
+  uint64_t id() const { return id_; }
+  CompilationContext* context() const { return ctx_; }
+
+  // Returns the same value with new tags (metadata only; emits nothing).
+  Tensor with_tags(std::initializer_list<Tag> tags) const;
+  Tensor with_tags(std::span<const Tag> tags) const;
+
+  // Donation: marks this result as reusing the buffer of the input `input`
+  // (a function argument), the seeds' reuseBuffer. Recorded in the traced
+  // module as the argument attribute radix.aliasing_output.
+  Tensor reuse_buffer(const Tensor& input) const;
+  // Index of the function argument this tensor may donate into, or -1.
+  int donation_arg() const { return donation_arg_; }
+  // Index of the function argument this tensor *is*, or -1.
+  int argument_index() const { return arg_index_; }
+
+  std::string to_string() const;
+
+  // Internal: used by CompilationContext and the op emitters.
+  void* opaque_value() const { return value_; }
+  static Tensor from_opaque(CompilationContext* ctx, void* value, const Shape& shape, uint64_t id,
+                            int arg_index = -1);
+
+ private:
+  Shape shape_;
+  void* value_ = nullptr;            // mlir::Value as opaque pointer
+  CompilationContext* ctx_ = nullptr;
+  uint64_t id_ = 0;
+  int arg_index_ = -1;
+  int donation_arg_ = -1;
+};
+
+}  // namespace radix

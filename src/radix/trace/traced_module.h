@@ -1,0 +1,53 @@
+// TracedModule: the output of tracing — an MLIR module holding func.func @main
+// plus its Signature. Owns the CompilationContext (and so the MLIRContext) the
+// module lives in. Move-only.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "radix/core/shape.h"
+
+namespace mlir { class ModuleOp; class MLIRContext; }
+
+namespace radix {
+
+class CompilationContext;
+
+// The calling convention of @main. Arguments are the model's tensors (in the
+// order the model's visit() lists them, depth first) followed by the call's
+// arguments (parameter by parameter, each flattened the same way). Results
+// are the returned tensors, flattened in the same order.
+struct Signature {
+  std::vector<Shape> inputs;
+  std::vector<std::string> input_names;  // "layers.0.w", "arg0", ...
+  size_t n_model = 0;                    // the first n_model inputs are weights
+  std::vector<Shape> outputs;
+  std::vector<int> output_donations;     // per output: donated input index or -1
+
+  size_t n_args() const { return inputs.size() - n_model; }
+  std::string to_string() const;         // "(f32[4,8] w, f32[2,4] arg0) -> (f32[2,8])"
+};
+
+class TracedModule {
+ public:
+  TracedModule(std::unique_ptr<CompilationContext> ctx, Signature sig);
+  TracedModule(TracedModule&&) noexcept;
+  TracedModule& operator=(TracedModule&&) noexcept;
+  ~TracedModule();
+
+  const Signature& signature() const { return sig_; }
+  const std::string& name() const;
+  // Textual MLIR of the module (generic form off: pretty, verified form).
+  std::string to_string() const;
+  mlir::ModuleOp module() const;
+  mlir::MLIRContext* mlir_context() const;
+  CompilationContext& context() const { return *ctx_; }
+
+ private:
+  std::unique_ptr<CompilationContext> ctx_;
+  Signature sig_;
+};
+
+}  // namespace radix

@@ -1,0 +1,57 @@
+// Shared helpers for Radix tests: seeded random host data and comparisons.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "radix/radix.h"
+
+namespace radix::testing {
+
+inline Platform& cpu() {
+  static Platform p = Platform::cpu();
+  return p;
+}
+
+// Uniform values in [lo, hi), seeded.
+template <class T>
+std::vector<T> random_vec(size_t n, double lo, double hi, uint32_t seed = 42) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> d(lo, hi);
+  std::vector<T> v(n);
+  for (auto& x : v) x = static_cast<T>(d(rng));
+  return v;
+}
+
+// Unwraps a Result in a test, failing with its message.
+template <class T>
+T must(Result<T> r) {
+  if (!r.ok()) {
+    ADD_FAILURE() << r.status().to_string();
+    throw std::runtime_error(r.status().to_string());
+  }
+  return std::move(r).value();
+}
+
+// Relative-or-absolute closeness: |a - b| <= atol + rtol * |b|.
+template <class T>
+::testing::AssertionResult all_close(const std::vector<T>& got, const std::vector<T>& want, double rtol,
+                                     double atol = 0) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
+  for (size_t i = 0; i < got.size(); ++i) {
+    double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (!(std::fabs(g - w) <= atol + rtol * std::fabs(w)))
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g << ", want " << w
+                                           << " (rtol " << rtol << ", atol " << atol << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace radix::testing
