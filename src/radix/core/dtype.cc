@@ -49,6 +49,11 @@ bool is_signed_int(DType d) {
 bool is_unsigned_int(DType d) {
   return d == DType::kU8 || d == DType::kU16 || d == DType::kU32 || d == DType::kU64;
 }
+bool host_type_matches(DType buffer, DType host) {
+  return host == buffer || (buffer == DType::kBool && host == DType::kU8) ||
+         ((buffer == DType::kF16 || buffer == DType::kBF16) && host == DType::kU16);
+}
+
 bool is_integer(DType d) { return is_signed_int(d) || is_unsigned_int(d); }
 
 }  // namespace radix

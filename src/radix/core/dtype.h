@@ -37,6 +37,10 @@ inline bool is_bool(DType d) { return d == DType::kBool; }
 // Bit width of the value (bool = 1).
 int dtype_bits(DType d);
 
+// True if host elements of type `host` may fill / receive a buffer of dtype
+// `buffer`: the same dtype, or raw bits (u8 for bool, u16 for f16 / bf16).
+bool host_type_matches(DType buffer, DType host);
+
 // Maps C++ element types to DTypes (for typed host transfers).
 template <class T> struct dtype_of;
 template <> struct dtype_of<bool> { static constexpr DType value = DType::kBool; };

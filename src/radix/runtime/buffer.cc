@@ -50,9 +50,7 @@ Status Buffer::copy_to_host(std::span<std::byte> out) const {
 Status Buffer::check_host_type(DType requested, size_t elem_size) const {
   if (!valid()) return invalid_argument("to_host on an empty (moved-from) Buffer");
   DType d = shape_.dtype();
-  bool ok = requested == d || (d == DType::kBool && requested == DType::kU8) ||
-            ((d == DType::kF16 || d == DType::kBF16) && requested == DType::kU16);
-  if (!ok || elem_size != dtype_size(d))
+  if (!host_type_matches(d, requested) || elem_size != dtype_size(d))
     return invalid_argument("to_host: buffer " + shape_.to_string() + " cannot be read as " +
                             std::string(dtype_name(requested)) + " elements");
   return Status();

@@ -17,9 +17,7 @@ Result<Executable> Platform::compile(const TracedModule& module, const CompileOp
 
 Status Platform::check_host_data(const Shape& shape, DType host, size_t elem_size, size_t count) {
   DType d = shape.dtype();
-  bool ok = host == d || (d == DType::kBool && host == DType::kU8) ||
-            ((d == DType::kF16 || d == DType::kBF16) && host == DType::kU16);
-  if (!ok || elem_size != dtype_size(d))
+  if (!host_type_matches(d, host) || elem_size != dtype_size(d))
     return invalid_argument("buffer " + shape.to_string() + " cannot be filled from " +
                             std::string(dtype_name(host)) + " host data");
   if (count != static_cast<size_t>(shape.count()))

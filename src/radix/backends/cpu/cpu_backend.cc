@@ -116,9 +116,20 @@ class CpuBackend : public Backend {
     // Lower a clone: the traced module stays as it was (for dumps, recompiles).
     mlir::OwningOpRef<mlir::ModuleOp> module(traced.module().clone());
     auto t0 = Clock::now();
-    Status st = run_cpu_lowering(*module, options, dumper, [&](std::string_view stage, double ms) {
+    auto on_stage = [&](std::string_view stage, double ms) {
       log("stage %-10.*s %8.2f ms", static_cast<int>(stage.size()), stage.data(), ms);
-    });
+    };
+    Status st = run_cpu_lowering(*module, options, dumper, on_stage);
+    if (!st.ok() && options.vectorize && st.message().rfind("schedule:", 0) == 0) {
+      // A schedule the transform interpreter rejects is a Radix bug, but the
+      // program is still valid: say so, and compile plain loops instead.
+      std::fprintf(stderr, "radix cpu: warning: %s\nradix cpu: compiling without vectorization instead\n",
+                   st.message().c_str());
+      CompileOptions scalar = options;
+      scalar.vectorize = false;
+      module = mlir::OwningOpRef<mlir::ModuleOp>(traced.module().clone());
+      st = run_cpu_lowering(*module, scalar, dumper, on_stage);
+    }
     if (!st.ok()) return st;
     stats.lower_ms = ms_since(t0);
 
