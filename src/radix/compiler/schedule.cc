@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "llvm/TargetParser/Host.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
@@ -14,10 +15,65 @@ namespace radix {
 namespace {
 constexpr const char* kMark = "radix.sid";
 
+// ---- Tuning knobs -----------------------------------------------------------
+// Measured on AMD EPYC (Zen 3, AVX2, 1 thread), 1024^3 f32: see bench/README.md.
+
+// The host's SIMD registers (the JIT compiles for the host CPU).
+struct VectorIsa {
+  int64_t f32_lanes;       // f32 per vector register
+  int64_t registers;       // vector registers
+};
+
+VectorIsa host_isa() {
+  static const VectorIsa isa = [] {
+    llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
+    if (f.lookup("avx512f")) return VectorIsa{16, 32};
+    if (f.lookup("avx2") || f.lookup("avx")) return VectorIsa{8, 16};
+    return VectorIsa{4, 16};
+  }();
+  return isa;
+}
+
+// Large matmuls (M*N*K >= kPackMinVolume): B (and C) are packed into
+// column panels of kPanelVectors vectors (16 f32 on AVX2, 32 on AVX-512),
+// laid out [N / panel][K][panel], so the register tile streams B contiguously
+// (unpacked, every K step of a 1024-wide B row is a new 4 KiB page and L1 set).
+// Loop nest over the packed op (m, n-panel, k, n-in-panel):
+//   kBlockM x kBlockN output blocks, K blocks of kBlockK (L2),
+//   register tiles of reg_m rows x 1 panel, K steps of kRegK (one vector.contract
+//   of reg_m x panel x kRegK, lowered to FMAs as outer products).
+constexpr int64_t kPackMinVolume = int64_t{1} << 24;
+constexpr int64_t kPanelVectors = 2;
+constexpr int64_t kBlockM = 64, kBlockN = 256, kBlockK = 256;
+constexpr int64_t kRegK = 4;
+// Register tile rows: accumulators = reg_m * kPanelVectors must leave room for
+// the B vectors and the A broadcast: 4 x 2 = 8 of 16 ymm, 8 x 2 = 16 of 32 zmm.
+int64_t packed_reg_m(const VectorIsa& isa) { return isa.registers >= 32 ? 8 : 4; }
+
+// Other matmuls: register tiles tm x tn (tn up to 2 vectors), K steps of 1,
+// with at most kMaxAccumulatorShare of the registers holding accumulators.
+constexpr double kMaxAccumulatorShare = 0.75;
+constexpr int64_t kSmallBlockM = 64, kSmallBlockN = 256, kSmallBlockK = 256;  // used if volume >= kPackMinVolume
+
+// Elementwise ops and fills: innermost dim tiled by 16 f32 (one zmm, two ymm).
+constexpr std::initializer_list<int64_t> kElementwiseWidths = {16, 8, 4};
+// -----------------------------------------------------------------------------
+
 int64_t largest_divisor(int64_t n, std::initializer_list<int64_t> candidates) {
   for (int64_t c : candidates)
-    if (n % c == 0) return c;
+    if (c > 0 && n % c == 0) return c;
   return 1;
+}
+
+// Radix keeps bools one byte per element (LLVM's scalar i1 layout), but a
+// vector<N x i1> is stored as N packed bits: ops touching bools stay scalar.
+bool touches_bool(mlir::linalg::LinalgOp op) {
+  for (mlir::Value v : op->getOperands()) {
+    mlir::Type t = v.getType();
+    if (auto st = llvm::dyn_cast<mlir::ShapedType>(t)) t = st.getElementType();
+    if (t.isInteger(1)) return true;
+  }
+  return false;
 }
 
 bool all_static(mlir::linalg::LinalgOp op) {
@@ -45,6 +101,84 @@ void emit_tile(std::ostringstream& os, const std::string& in, const std::string&
   for (int i = 0; i < loops; ++i) os << ", !transform.any_op";
   os << ")\n";
 }
+
+// A static f32/f64 linalg.matmul with the default maps, or null.
+mlir::linalg::MatmulOp plain_matmul(mlir::Operation* op) {
+  auto mm = llvm::dyn_cast<mlir::linalg::MatmulOp>(op);
+  if (!mm || mm.hasUserDefinedMaps() || !all_static(mm)) return {};
+  mlir::Type et = llvm::cast<mlir::ShapedType>(mm->getResult(0).getType()).getElementType();
+  if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et)) return {};
+  return mm;
+}
+
+// The packed schedule applies: large enough, and every tile divides its dim.
+bool use_packed_schedule(mlir::linalg::MatmulOp mm) {
+  llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
+  const int64_t M = r[0], N = r[1], K = r[2];
+  const VectorIsa isa = host_isa();
+  const int64_t panel = kPanelVectors * isa.f32_lanes;
+  return M * N * K >= kPackMinVolume && M % kBlockM == 0 && N % kBlockN == 0 && K % kBlockK == 0 &&
+         kBlockN % panel == 0 && kBlockM % packed_reg_m(isa) == 0 && kBlockK % kRegK == 0 &&
+         llvm::cast<mlir::ShapedType>(mm->getResult(0).getType()).getElementType().isF32();
+}
+
+// A fill whose every user is a matmul given the packed schedule: left alone,
+// it folds into the fill of the packed accumulator.
+bool feeds_only_packed_matmuls(mlir::linalg::FillOp fill) {
+  if (fill->use_empty()) return false;
+  for (mlir::Operation* user : fill->getUsers()) {
+    auto mm = plain_matmul(user);
+    if (!mm || !use_packed_schedule(mm) || mm.getDpsInitOperand(0)->get() != fill->getResult(0)) return false;
+  }
+  return true;
+}
+
+// Packs B/C into panels (see the knobs above), tiles, and vectorizes.
+void emit_packed_matmul(std::ostringstream& body, const std::string& id, const VectorIsa& isa) {
+  const int64_t panel = kPanelVectors * isa.f32_lanes;
+  const int64_t reg_m = packed_reg_m(isa);
+  const std::string p = id + "p";
+  // linalg.matmul (m, n, k) -> generic (m, n/panel, k, panel) on B [K, N/panel, panel], C [M, N/panel, panel].
+  body << "    %" << p << " = transform.structured.pack %" << id << " packed_sizes = [0, " << panel
+       << ", 0] : (!transform.any_op) -> (!transform.op<\"linalg.generic\">)\n"
+       << "    %" << p << "b = transform.get_producer_of_operand %" << p
+       << "[1] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.pack\">)\n"
+       // B panels outermost: [N/panel, K, panel], each panel contiguous.
+       << "    %" << p << "g, %" << p << "bt, %" << p << "u0 = transform.structured.pack_transpose %" << p
+       << "b with_compute_op(%" << p
+       << ") outer_perm = [1, 0] : (!transform.op<\"linalg.pack\">, !transform.op<\"linalg.generic\">) -> "
+          "(!transform.op<\"linalg.generic\">, !transform.op<\"linalg.pack\">, !transform.any_op)\n"
+       << "    %" << p << "c = transform.get_producer_of_operand %" << p
+       << "g[2] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.pack\">)\n"
+       << "    %" << p << "u = transform.get_consumers_of_result %" << p
+       << "g[0] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.unpack\">)\n"
+       << "    %" << p << "a = transform.cast %" << p << "g : !transform.op<\"linalg.generic\"> to !transform.any_op\n";
+  emit_tile(body, p + "a", id + "b", {kBlockM, kBlockN / panel, 0, 0});
+  emit_tile(body, id + "b", id + "k", {0, 0, kBlockK, 0});
+  emit_tile(body, id + "k", id + "r", {reg_m, 1, 0, 0});
+  emit_tile(body, id + "r", id + "s", {0, 0, kRegK, 0});
+  // Drop the unit panel dim inside the register loop: the tile is a plain
+  // (reg_m x kRegK) * (kRegK x panel) matmul again, vectorized to vector.contract.
+  body << "    %" << id << "sl = transform.get_parent_op %" << id
+       << "s {op_name = \"scf.for\"} : (!transform.any_op) -> !transform.any_op\n"
+       << "    transform.apply_patterns to %" << id << "sl {\n"
+       << "      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices\n"
+       << "    } : !transform.any_op\n"
+       << "    %" << id << "m = transform.structured.specialize %" << id
+       << "s : (!transform.any_op) -> !transform.any_op\n"
+       << "    transform.structured.vectorize %" << id << "m {create_named_contraction} : !transform.any_op\n"
+       // The packs become pad + expand_shape + transpose, the unpack transpose + collapse + copy.
+       << "    %" << p << "x0, %" << p << "x1, %" << p << "x2 = transform.structured.lower_pack %" << p
+       << "bt : (!transform.op<\"linalg.pack\">) -> (!transform.op<\"tensor.pad\">, "
+          "!transform.op<\"tensor.expand_shape\">, !transform.op<\"linalg.transpose\">)\n"
+       << "    %" << p << "y0, %" << p << "y1, %" << p << "y2 = transform.structured.lower_pack %" << p
+       << "c : (!transform.op<\"linalg.pack\">) -> (!transform.op<\"tensor.pad\">, "
+          "!transform.op<\"tensor.expand_shape\">, !transform.op<\"linalg.transpose\">)\n"
+       << "    %" << p << "z0, %" << p << "z1, %" << p << "z2, %" << p << "z3 = transform.structured.lower_unpack %" << p
+       << "u : (!transform.op<\"linalg.unpack\">) -> (!transform.op<\"tensor.empty\">, "
+          "!transform.op<\"linalg.transpose\">, !transform.op<\"tensor.collapse_shape\">, "
+          "!transform.op<\"tensor.extract_slice\">)\n";
+}
 }  // namespace
 
 std::string build_cpu_schedule(mlir::ModuleOp module, ScheduleSummary* summary) {
@@ -54,6 +188,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, ScheduleSummary* summary) 
   mlir::OpBuilder b(module.getContext());
   auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
   if (!fn) return "";
+  const VectorIsa isa = host_isa();
 
   fn.walk([&](mlir::linalg::LinalgOp op) {
     if (!all_static(op) || op.getNumLoops() == 0) {
@@ -70,24 +205,40 @@ std::string build_cpu_schedule(mlir::ModuleOp module, ScheduleSummary* summary) 
     };
     llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
 
-    if (auto mm = llvm::dyn_cast<mlir::linalg::MatmulOp>(op.getOperation())) {
-      mlir::Type et = llvm::cast<mlir::ShapedType>(mm->getResult(0).getType()).getElementType();
-      if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et) || mm.hasUserDefinedMaps()) {
+    if (llvm::isa<mlir::linalg::MatmulOp>(op.getOperation())) {
+      auto mm = plain_matmul(op.getOperation());
+      if (!mm) {
         ++sum.skipped;
         return;
       }
+      if (use_packed_schedule(mm)) {
+        match();
+        emit_packed_matmul(body, id, isa);
+        ++sum.matmuls;
+        ++sum.packed;
+        return;
+      }
       const int64_t M = ranges[0], N = ranges[1], K = ranges[2];
-      const int64_t tm = largest_divisor(M, {8, 4, 2, 1});
-      const int64_t tn = largest_divisor(N, {32, 16, 8, 4});
+      const int64_t lanes = isa.f32_lanes;
+      const int64_t tn = largest_divisor(N, {2 * lanes, lanes, lanes / 2, 4});
       if (N % tn != 0 || tn < 4) {
         ++sum.skipped;
         return;
       }
+      const int64_t vectors_per_row = (tn + lanes - 1) / lanes;
+      const auto max_acc = static_cast<int64_t>(kMaxAccumulatorShare * static_cast<double>(isa.registers));
+      int64_t tm = 1;
+      for (int64_t c : {8, 6, 4, 3, 2, 1})
+        if (M % c == 0 && c * vectors_per_row <= max_acc) {
+          tm = c;
+          break;
+        }
       match();
       std::string cur = id;
-      if (M % 64 == 0 && N % 256 == 0 && K % 256 == 0 && M * N * K >= (int64_t{1} << 24)) {
-        emit_tile(body, cur, id + "b", {64, 256, 0});
-        emit_tile(body, id + "b", id + "k", {0, 0, 256});
+      if (M % kSmallBlockM == 0 && N % kSmallBlockN == 0 && K % kSmallBlockK == 0 && M * N * K >= kPackMinVolume &&
+          kSmallBlockM % tm == 0 && kSmallBlockN % tn == 0) {
+        emit_tile(body, cur, id + "b", {kSmallBlockM, kSmallBlockN, 0});
+        emit_tile(body, id + "b", id + "k", {0, 0, kSmallBlockK});
         cur = id + "k";
       }
       emit_tile(body, cur, id + "r", {tm, tn, 0});
@@ -97,11 +248,13 @@ std::string build_cpu_schedule(mlir::ModuleOp module, ScheduleSummary* summary) 
       return;
     }
 
+    if (auto fill = llvm::dyn_cast<mlir::linalg::FillOp>(op.getOperation()); fill && feeds_only_packed_matmuls(fill))
+      return;  // folded into the packed matmul's accumulator
     const bool elementwise = op.getNumReductionLoops() == 0 &&
                              (llvm::isa<mlir::linalg::GenericOp, mlir::linalg::FillOp>(op.getOperation()));
-    if (elementwise) {
+    if (elementwise && !touches_bool(op)) {
       const int64_t inner = ranges.back();
-      const int64_t v = largest_divisor(inner, {16, 8, 4});
+      const int64_t v = largest_divisor(inner, kElementwiseWidths);
       if (inner % v != 0 || v < 4) {
         ++sum.skipped;
         return;

@@ -2,10 +2,14 @@
 // and generated per module: each linalg op with static shapes gets tile sizes
 // that divide its dims (so every tile vectorizes), chosen by its kind.
 //
-//  * linalg.matmul: optional L2 blocking (64 x 256 output blocks, K blocks of
-//    256) for large problems, then tm x tn register tiles (up to 8 x 32) with
-//    K steps of 1, vectorized into vector.contract and lowered to FMAs as
-//    outer products — the two-level schedule measured in the MLIR 22 probe.
+//  * linalg.matmul, large f32 (M*N*K >= 2^24, dims divisible by the blocks):
+//    B and C packed into column panels of two vector registers ([N/p][K][p]),
+//    64 x 256 output blocks, K blocks of 256, register tiles of 4 (AVX2) or
+//    8 (AVX-512) rows x one panel, K steps of 4, vectorized into
+//    vector.contract and lowered to FMAs as outer products.
+//  * other matmuls: optional L2 blocking as above without packing, then
+//    tm x tn register tiles sized to the host's vector registers (8 x 32 on
+//    AVX-512, 6/4 x 16 on AVX2) with K steps of 1.
 //  * elementwise linalg.generic / linalg.fill: the innermost dim tiled by the
 //    vector width (16, 8 or 4 lanes), the others by 1, then vectorized.
 //  * everything else (reductions, general contractions): left to scalar loops.
@@ -21,6 +25,7 @@ namespace radix {
 
 struct ScheduleSummary {
   int matmuls = 0;      // matmuls given register tiles
+  int packed = 0;       // ... of which with B packed into column panels
   int elementwise = 0;  // elementwise ops / fills vectorized
   int skipped = 0;      // ops left as scalar loops
 };
