@@ -14,6 +14,11 @@ namespace radix {
 // buffer. Adds llvm.emit_c_interface for a stable C calling convention.
 std::unique_ptr<mlir::Pass> create_results_to_destinations_pass();
 
+// "radix-untie-shared-inits": clones every tensor.empty / linalg.fill that
+// has several users, one per user, so that empty-tensor elimination never
+// places two results' computations in one destination buffer.
+std::unique_ptr<mlir::Pass> create_untie_shared_inits_pass();
+
 // Registers the passes above with MLIR's textual pipeline parser (idempotent).
 void register_radix_passes();
 

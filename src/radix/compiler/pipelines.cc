@@ -18,7 +18,7 @@ namespace radix {
 namespace {
 const PipelineStage kStages[] = {
     {"dps", "radix-results-to-destinations"},
-    {"fuse", "func.func(linalg-fuse-elementwise-ops),canonicalize,cse"},
+    {"fuse", "func.func(linalg-fuse-elementwise-ops),canonicalize,cse,radix-untie-shared-inits"},
     {"schedule", ""},
     {"bufferize",
      "eliminate-empty-tensors,"

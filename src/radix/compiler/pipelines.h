@@ -2,7 +2,7 @@
 // (CompileOptions::dump) and timed.
 //
 //   dps        radix-results-to-destinations: results become memref arguments
-//   fuse       linalg-fuse-elementwise-ops, canonicalize, cse
+//   fuse       linalg-fuse-elementwise-ops, canonicalize, cse, radix-untie-shared-inits
 //   schedule   transform-dialect tiling + vectorization (compiler/schedule.h)
 //   bufferize  eliminate-empty-tensors, one-shot-bufferize, buffer deallocation
 //   lower      vector/linalg/scf/math/arith/memref/func -> LLVM dialect
