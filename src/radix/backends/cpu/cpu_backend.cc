@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 
@@ -14,6 +15,7 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "radix/compiler/pipelines.h"
+#include "radix/core/half.h"
 #include "radix/trace/traced_module.h"
 
 namespace radix {
@@ -26,6 +28,43 @@ double ms_since(Clock::time_point t0) {
 }
 
 constexpr size_t kAlign = 64;
+
+// Runtime support the generated code may call. LLVM lowers float -> bfloat
+// truncation to these compiler-rt routines on CPUs without native bf16
+// conversion, and Debian 12's libgcc does not provide them. A bfloat travels
+// in the low 16 bits of an SSE / FP register, as the low bits of a float do.
+float bits_as_bf16_return(uint16_t bits) {
+  uint32_t u = bits;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+extern "C" float radix_truncsfbf2(float x) { return bits_as_bf16_return(float_to_bf16(x)); }
+extern "C" float radix_truncdfbf2(double x) {
+  // Round once: narrow to float with round-to-odd (truncate toward zero, set
+  // the last bit if inexact), then round to nearest even into bfloat16.
+  float f = static_cast<float>(x);
+  if (std::isfinite(f) && static_cast<double>(f) != x) {
+    if (std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    u |= 1u;
+    std::memcpy(&f, &u, sizeof u);
+  }
+  return bits_as_bf16_return(float_to_bf16(f));
+}
+
+void register_runtime_symbols(mlir::ExecutionEngine& engine) {
+  engine.registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap m;
+    auto add = [&](const char* name, auto* fn) {
+      m[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported};
+    };
+    add("__truncsfbf2", &radix_truncsfbf2);
+    add("__truncdfbf2", &radix_truncdfbf2);
+    return m;
+  });
+}
 
 // Memref descriptors for the C interface: {allocated, aligned, offset,
 // sizes[rank], strides[rank]}, all 8-byte fields.
@@ -161,6 +200,7 @@ class CpuBackend : public Backend {
     eo.transformer = transform;
     auto engine = mlir::ExecutionEngine::create(*module, eo, std::move(*tm));
     if (!engine) return compile_error("JIT compilation failed: " + llvm::toString(engine.takeError()));
+    register_runtime_symbols(**engine);
     (*engine)->initialize();
     auto sym = (*engine)->lookupPacked("_mlir_ciface_main");  // materializes machine code
     if (!sym) return compile_error("JIT lookup of @main failed: " + llvm::toString(sym.takeError()));
