@@ -1,0 +1,420 @@
+// Numerics of dot_general / dot / matmul against naive triple loops computed
+// here in long double: batch and contracting axes by index and by tag (also in
+// unusual positions), the tagged dot form, 2-D matmuls of awkward and of
+// vectorized sizes, batched matmuls, rank-1 operands, integer and f64 matmuls.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "radix/core/half.h"
+#include "test_util.h"
+
+namespace radix {
+namespace {
+
+// ---- shared test helpers (copied into each ops_*_test.cc) -----------------
+// Host values are carried as `long double` (exact for every i64 / u64 on the
+// platforms we build for), encoded to each dtype's host type on the way in
+// (uint8_t for bool, uint16_t raw bits for f16 / bf16) and decoded on the way out.
+using Val = long double;
+using Vals = std::vector<Val>;
+using radix::testing::all_close;
+using radix::testing::cpu;
+using radix::testing::must;
+
+// Calls f.template operator()<T>() with T the host type of dtype d.
+template <class F>
+decltype(auto) with_host_type(DType d, F&& f) {
+  switch (d) {
+    case DType::kBool: case DType::kU8: return f.template operator()<uint8_t>();
+    case DType::kI8: return f.template operator()<int8_t>();
+    case DType::kI16: return f.template operator()<int16_t>();
+    case DType::kI32: return f.template operator()<int32_t>();
+    case DType::kI64: return f.template operator()<int64_t>();
+    case DType::kU16: case DType::kF16: case DType::kBF16: return f.template operator()<uint16_t>();
+    case DType::kU32: return f.template operator()<uint32_t>();
+    case DType::kU64: return f.template operator()<uint64_t>();
+    case DType::kF32: return f.template operator()<float>();
+    case DType::kF64: return f.template operator()<double>();
+  }
+  throw std::logic_error("unknown dtype");
+}
+
+// The nearest value of float dtype d (identity for other dtypes).
+Val quantize(DType d, Val v) {
+  switch (d) {
+    case DType::kF16: return f16_to_float(float_to_f16(static_cast<float>(v)));
+    case DType::kBF16: return bf16_to_float(float_to_bf16(static_cast<float>(v)));
+    case DType::kF32: return static_cast<float>(v);
+    case DType::kF64: return static_cast<double>(v);
+    default: return v;
+  }
+}
+Vals quantize(DType d, Vals v) {
+  for (Val& x : v) x = quantize(d, x);
+  return v;
+}
+
+// Integer dtypes: v reduced modulo 2^bits into d's range (C++ conversion rules);
+// bool: v != 0; floats: quantize.
+Val wrap(DType d, Val v) {
+  if (is_float(d)) return quantize(d, v);
+  if (is_bool(d)) return v != 0 ? 1 : 0;
+  return with_host_type(d, [&]<class T>() -> Val {
+    T t = v < 0 ? static_cast<T>(static_cast<int64_t>(v)) : static_cast<T>(static_cast<uint64_t>(v));
+    return static_cast<Val>(t);
+  });
+}
+
+Buffer to_device(const Shape& s, const Vals& v) {
+  const DType d = s.dtype();
+  return with_host_type(d, [&]<class T>() {
+    std::vector<T> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (d == DType::kF16) h[i] = static_cast<T>(float_to_f16(static_cast<float>(v[i])));
+      else if (d == DType::kBF16) h[i] = static_cast<T>(float_to_bf16(static_cast<float>(v[i])));
+      else if (d == DType::kBool) h[i] = static_cast<T>(v[i] != 0);
+      else h[i] = static_cast<T>(v[i]);
+    }
+    return must(cpu().buffer(s, h));
+  });
+}
+
+Vals to_host(const Buffer& b) {
+  const DType d = b.dtype();
+  return with_host_type(d, [&]<class T>() {
+    std::vector<T> h = must(b.to_host<T>());
+    Vals v(h.size());
+    for (size_t i = 0; i < h.size(); ++i) {
+      if (d == DType::kF16) v[i] = f16_to_float(static_cast<uint16_t>(h[i]));
+      else if (d == DType::kBF16) v[i] = bf16_to_float(static_cast<uint16_t>(h[i]));
+      else v[i] = static_cast<Val>(h[i]);
+    }
+    return v;
+  });
+}
+
+// Compile options for run(); tests that must avoid the vectorizing schedule
+// (see kBoolVectorSkip) clear .compile.vectorize.
+CompileFnOptions g_opts;
+// While alive, run() compiles without the vectorizing schedule (plain loops).
+struct ScalarLoops {
+  ScalarLoops() { g_opts.compile.vectorize = false; }
+  ~ScalarLoops() { g_opts.compile.vectorize = true; }
+};
+
+// Compiled outputs: values (decoded) and the signature's output shapes.
+struct Outs {
+  std::vector<Vals> values;
+  std::vector<Shape> shapes;
+};
+
+// Compiles fn for `shapes`, runs it on `inputs` (one Vals per shape) and
+// returns every output. fn returns a Tensor or a std::vector<Tensor>.
+template <class Fn, class... S>
+Outs run(Fn fn, const std::vector<Vals>& inputs, const S&... shapes) {
+  auto exe = compile_fn(cpu(), g_opts, fn, shapes...);
+  if (!exe.ok()) {
+    ADD_FAILURE() << "compile failed: " << exe.status().to_string();
+    throw std::runtime_error(exe.status().to_string());
+  }
+  const std::vector<Shape> sh{shapes...};
+  std::vector<Buffer> bufs;
+  for (size_t i = 0; i < sh.size(); ++i) bufs.push_back(to_device(sh[i], inputs.at(i)));
+  auto res = [&]<size_t... I>(std::index_sequence<I...>) {
+    return must(exe->call(bufs[I]...));
+  }(std::index_sequence_for<S...>{});
+  Outs o;
+  o.shapes = exe->executable().signature().outputs;
+  if constexpr (std::is_same_v<decltype(res), Buffer>) {
+    o.values.push_back(to_host(res));
+  } else {
+    for (const Buffer& b : res) o.values.push_back(to_host(b));
+  }
+  return o;
+}
+
+// Integers and bools: exact. Floats: |got - want| <= atol + rtol * |want|
+// (NaN matches NaN; an infinity must match exactly).
+::testing::AssertionResult close(const Vals& got, const Vals& want, DType d, double rtol = 0, double atol = 0) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
+  if (!is_float(d)) {
+    for (size_t i = 0; i < got.size(); ++i)
+      if (got[i] != want[i])
+        return ::testing::AssertionFailure() << dtype_name(d) << " element " << i << ": got " << got[i] << ", want "
+                                             << want[i] << " (exact)";
+    return ::testing::AssertionSuccess();
+  }
+  std::vector<double> g, w;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isinf(want[i]) || std::isinf(got[i])) {
+      if (got[i] != want[i])
+        return ::testing::AssertionFailure() << dtype_name(d) << " element " << i << ": got " << got[i]
+                                             << ", want " << want[i];
+      continue;
+    }
+    g.push_back(static_cast<double>(got[i]));
+    w.push_back(static_cast<double>(want[i]));
+  }
+  auto r = all_close(g, w, rtol, atol);
+  if (!r) return r << " [" << dtype_name(d) << ", finite elements only]";
+  return r;
+}
+
+Vals rand_vals(size_t n, double lo, double hi, uint32_t seed) {
+  std::vector<double> v = radix::testing::random_vec<double>(n, lo, hi, seed);
+  return Vals(v.begin(), v.end());
+}
+
+// Unit roundoff-ish epsilon of a float dtype (spacing of values in [1, 2)).
+double eps(DType d) {
+  switch (d) {
+    case DType::kF16: return 0x1p-10;
+    case DType::kBF16: return 0x1p-7;
+    case DType::kF32: return 0x1p-23;
+    default: return 0x1p-52;
+  }
+}
+
+// Row-major strides of dims.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+int64_t count_of(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+// Multi-index of linear index `lin` in dims.
+std::vector<int64_t> unravel(int64_t lin, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> idx(dims.size());
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    idx[i] = lin % dims[i];
+    lin /= dims[i];
+  }
+  return idx;
+}
+Shape shape_of(DType d, std::vector<int64_t> dims, std::vector<Tag> tags = {}) {
+  if (tags.empty()) return Shape(d, std::span<const int64_t>(dims));
+  return Shape(d, std::span<const int64_t>(dims), std::span<const Tag>(tags));
+}
+// ---- end of shared helpers -------------------------------------------------
+
+// Naive contraction. lb/rb, lc/rc: resolved batch / contracting axes. Result
+// axes: batch (lhs order), lhs free, rhs free.
+Vals dot_ref(DType d, const Shape& ls, const Vals& l, const Shape& rs, const Vals& r, const std::vector<int>& lb,
+             const std::vector<int>& rb, const std::vector<int>& lc, const std::vector<int>& rc) {
+  auto role = [](int rank, const std::vector<int>& b, const std::vector<int>& c) {
+    std::vector<int> f;
+    for (int i = 0; i < rank; ++i)
+      if (std::find(b.begin(), b.end(), i) == b.end() && std::find(c.begin(), c.end(), i) == c.end()) f.push_back(i);
+    return f;
+  };
+  const std::vector<int> lf = role(ls.rank(), lb, lc), rf = role(rs.rank(), rb, rc);
+  std::vector<int64_t> od, kd;
+  for (int a : lb) od.push_back(ls.dim(a));
+  for (int a : lf) od.push_back(ls.dim(a));
+  for (int a : rf) od.push_back(rs.dim(a));
+  for (int a : lc) kd.push_back(ls.dim(a));
+  std::vector<int64_t> ld(ls.dims().begin(), ls.dims().end()), rd(rs.dims().begin(), rs.dims().end());
+  const auto lst = strides_of(ld), rst = strides_of(rd);
+  Vals out;
+  std::vector<uint64_t> iout;
+  for (int64_t o = 0; o < count_of(od); ++o) {
+    const auto oi = unravel(o, od);
+    int64_t lbase = 0, rbase = 0;
+    size_t p = 0;
+    for (size_t k = 0; k < lb.size(); ++k, ++p) {
+      lbase += oi[p] * lst[lb[k]];
+      rbase += oi[p] * rst[rb[k]];
+    }
+    for (int a : lf) lbase += oi[p++] * lst[a];
+    for (int a : rf) rbase += oi[p++] * rst[a];
+    Val acc = 0;
+    uint64_t iacc = 0;
+    for (int64_t c = 0; c < count_of(kd); ++c) {
+      const auto ci = unravel(c, kd);
+      int64_t li = lbase, ri = rbase;
+      for (size_t k = 0; k < lc.size(); ++k) {
+        li += ci[k] * lst[lc[k]];
+        ri += ci[k] * rst[rc[k]];
+      }
+      acc += l[li] * r[ri];
+      iacc += static_cast<uint64_t>(static_cast<int64_t>(l[li])) * static_cast<uint64_t>(static_cast<int64_t>(r[ri]));
+    }
+    out.push_back(is_float(d) ? quantize(d, acc) : wrap(d, static_cast<Val>(static_cast<int64_t>(iacc))));
+  }
+  return out;
+}
+
+Vals data(DType d, int64_t n, uint32_t seed) {
+  if (is_float(d) && dtype_bits(d) >= 32) return quantize(d, rand_vals(static_cast<size_t>(n), -1, 1, seed));
+  // Integers and f16 / bf16: small integers, so every product and partial sum is exact.
+  Vals v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(static_cast<Val>((i * 7 + seed) % 7) - 3);
+  return v;
+}
+
+// Tolerance per dtype for a contraction of length k with |terms| <= 1:
+// f32 rtol 1e-5 + atol 1e-5 * sqrt(k)-ish (we use 2e-6 * k), f64 1e-12; exact for
+// integers and for f16 / bf16 on small integers.
+std::pair<double, double> tol(DType d, int64_t k) {
+  if (d == DType::kF32) return {1e-5, 2e-6 * static_cast<double>(k)};
+  if (d == DType::kF64) return {1e-12, 1e-13 * static_cast<double>(k)};
+  return {0, 0};
+}
+
+struct DotCase {
+  Shape l, r;
+  DotDims dims;
+  std::vector<int> lb, rb, lc, rc;  // the same axes, resolved to indices
+  Shape out;                        // expected result shape
+};
+
+TEST(Dot, DotGeneral) {
+  const DType f = DType::kF32;
+  const std::vector<DotCase> cases = {
+      // named batch_matmul form
+      {Shape(f, {2, 3, 4}), Shape(f, {2, 4, 5}), {{0}, {0}, {2}, {1}}, {0}, {0}, {2}, {1}, Shape(f, {2, 3, 5})},
+      // batch and contracting axes in unusual positions
+      {Shape(f, {4, 2, 3}), Shape(f, {5, 4, 2}), {{1}, {2}, {0}, {1}}, {1}, {2}, {0}, {1}, Shape(f, {2, 3, 5})},
+      {Shape(f, {3, 4}), Shape(f, {5, 4}), {{}, {}, {1}, {1}}, {}, {}, {1}, {1}, Shape(f, {3, 5})},  // A * B^T
+      {Shape(f, {4, 3}), Shape(f, {4, 5}), {{}, {}, {0}, {0}}, {}, {}, {0}, {0}, Shape(f, {3, 5})},  // A^T * B
+      // two contracting axes, paired in a different order
+      {Shape(f, {3, 4, 5}), Shape(f, {5, 6, 4}), {{}, {}, {1, 2}, {2, 0}}, {}, {}, {1, 2}, {2, 0}, Shape(f, {3, 6})},
+      // two batch axes, negative indices
+      {Shape(f, {2, 3, 4, 5}), Shape(f, {3, 2, 5, 6}), {{0, 1}, {1, 0}, {-1}, {-2}}, {0, 1}, {1, 0}, {3}, {2},
+       Shape(f, {2, 3, 4, 6})},
+      // no contraction: outer product; and a full contraction to rank 0
+      {Shape(f, {3}), Shape(f, {4}), {{}, {}, {}, {}}, {}, {}, {}, {}, Shape(f, {3, 4})},
+      {Shape(f, {3, 4}), Shape(f, {3, 4}), {{}, {}, {0, 1}, {0, 1}}, {}, {}, {0, 1}, {0, 1}, Shape(f)},
+      // by tag
+      {Shape(f, {2, 3, 4}, {"b", "m", "k"}), Shape(f, {4, 2, 5}, {"k", "b", "n"}), {{"b"}, {"b"}, {"k"}, {"k"}}, {0},
+       {1}, {2}, {0}, Shape(f, {2, 3, 5}, {"b", "m", "n"})},
+      {Shape(f, {4, 3, 2}, {"k", "m", "h"}), Shape(f, {2, 5, 4}, {"h", "n", "k"}), {{"h"}, {"h"}, {"k"}, {"k"}}, {2},
+       {0}, {0}, {2}, Shape(f, {2, 3, 5}, {"h", "m", "n"})},
+  };
+  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kF16})
+    for (const DotCase& c0 : cases) {
+      const Shape ls = c0.l.with_dtype(d), rs = c0.r.with_dtype(d);
+      SCOPED_TRACE(ls.to_string() + " . " + rs.to_string());
+      const Vals l = data(d, ls.count(), 1), r = data(d, rs.count(), 2);
+      const DotDims dims = c0.dims;
+      Outs o = run([dims](Tensor a, Tensor b) { return dot_general(a, b, dims); }, {l, r}, ls, rs);
+      EXPECT_EQ(o.shapes[0], c0.out.with_dtype(d));
+      int64_t k = 1;
+      for (int a : c0.lc) k *= ls.dim(a);
+      auto [rtol, atol] = tol(d, k);
+      EXPECT_TRUE(close(o.values[0], dot_ref(d, ls, l, rs, r, c0.lb, c0.rb, c0.lc, c0.rc), d, rtol, atol));
+    }
+}
+
+TEST(Dot, TaggedDot) {
+  const DType f = DType::kF32;
+  struct Case {
+    Shape l, r;
+    std::vector<Tag> contract;
+    std::vector<int> lb, rb, lc, rc;
+    Shape out;
+  };
+  const std::vector<Case> cases = {
+      // dot(x, w, "d"): no shared free tags
+      {Shape(f, {2, 3, 8}, {"b", "s", "d"}), Shape(f, {8, 5}, {"d", "f"}), {"d"}, {}, {}, {2}, {0},
+       Shape(f, {2, 3, 5}, {"b", "s", "f"})},
+      // shared tag "h" becomes a batch axis
+      {Shape(f, {2, 3, 4}, {"h", "q", "d"}), Shape(f, {2, 5, 4}, {"h", "k", "d"}), {"d"}, {0}, {0}, {2}, {2},
+       Shape(f, {2, 3, 5}, {"h", "q", "k"})},
+      // two contracting tags, operands in different orders
+      {Shape(f, {3, 4, 2}, {"c", "m", "d"}), Shape(f, {2, 6, 3}, {"d", "n", "c"}), {"c", "d"}, {}, {}, {0, 2}, {2, 0},
+       Shape(f, {4, 6}, {"m", "n"})},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.l.to_string() + " . " + c.r.to_string());
+    const Vals l = data(f, c.l.count(), 3), r = data(f, c.r.count(), 4);
+    const std::vector<Tag> ct = c.contract;
+    Outs o = run([ct](Tensor a, Tensor b) {
+      return ct.size() == 1 ? dot(a, b, ct[0]) : dot(a, b, {ct[0], ct[1]});
+    }, {l, r}, c.l, c.r);
+    EXPECT_EQ(o.shapes[0], c.out);
+    int64_t k = 1;
+    for (int a : c.lc) k *= c.l.dim(a);
+    auto [rtol, atol] = tol(f, k);
+    EXPECT_TRUE(close(o.values[0], dot_ref(f, c.l, l, c.r, r, c.lb, c.rb, c.lc, c.rc), f, rtol, atol));
+  }
+}
+
+void check_matmul(DType d, const Shape& ls, const Shape& rs, const Shape& out, uint32_t seed) {
+  SCOPED_TRACE(ls.to_string() + " x " + rs.to_string());
+  const Vals l = data(d, ls.count(), seed), r = data(d, rs.count(), seed + 1);
+  Outs o = run([](Tensor a, Tensor b) { return matmul(a, b); }, {l, r}, ls, rs);
+  EXPECT_EQ(o.shapes[0], out);
+  // matmul's contract: lhs last axis with rhs second-to-last (or only) axis;
+  // leading axes of equal-rank operands are batch axes.
+  const int lr = ls.rank(), rr = rs.rank();
+  std::vector<int> lb, rb;
+  if (lr > 1 && rr > 1)
+    for (int i = 0; i < lr - 2; ++i) lb.push_back(i), rb.push_back(i);
+  const std::vector<int> lc = {lr - 1}, rc = {rr == 1 ? 0 : rr - 2};
+  auto [rtol, atol] = tol(d, ls.dim(lr - 1));
+  EXPECT_TRUE(close(o.values[0], dot_ref(d, ls, l, rs, r, lb, rb, lc, rc), d, rtol, atol));
+}
+
+TEST(Dot, Matmul2D) {
+  // {m, k, n}: awkward sizes (scalar loops / partial tiles), then sizes that
+  // take the tiled + vectorized matmul schedule (f32 / f64, n % 4 == 0), the
+  // last one also the 64x256x256 blocking.
+  const std::vector<std::array<int64_t, 3>> sizes = {
+      {7, 13, 5}, {1, 1, 1}, {1, 7, 1}, {3, 5, 8}, {5, 7, 64}, {16, 17, 32}, {9, 3, 36}, {64, 128, 96}, {256, 256, 256}};
+  for (DType d : {DType::kF32, DType::kF64})
+    for (auto [m, k, n] : sizes) {
+      if (d == DType::kF64 && m * n * k > 1000000) continue;
+      check_matmul(d, Shape(d, {m, k}), Shape(d, {k, n}), Shape(d, {m, n}), 5);
+    }
+  // 64x96x128 as spelled in the brief (m=64, k=96, n=128).
+  check_matmul(DType::kF32, Shape(DType::kF32, {64, 96}), Shape(DType::kF32, {96, 128}),
+               Shape(DType::kF32, {64, 128}), 6);
+}
+
+TEST(Dot, MatmulIntegersAndHalf) {
+  // Exact: small-integer data (products and sums exact in every dtype).
+  for (DType d : {DType::kI32, DType::kI64, DType::kI8, DType::kU16, DType::kF16})
+    for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{7, 13, 5}, {16, 16, 16}})
+      check_matmul(d, Shape(d, {m, k}), Shape(d, {k, n}), Shape(d, {m, n}), 7);
+}
+
+TEST(Dot, MatmulBF16) {
+  // Exact: small-integer data.
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{7, 13, 5}, {16, 16, 16}})
+    check_matmul(DType::kBF16, Shape(DType::kBF16, {m, k}), Shape(DType::kBF16, {k, n}),
+                 Shape(DType::kBF16, {m, n}), 7);
+}
+
+TEST(Dot, MatmulBatchedAndRank1) {
+  const DType f = DType::kF32;
+  check_matmul(f, Shape(f, {3, 5, 6}), Shape(f, {3, 6, 4}), Shape(f, {3, 5, 4}), 8);            // batch_matmul
+  check_matmul(f, Shape(f, {2, 7, 13, 5}), Shape(f, {2, 7, 5, 3}), Shape(f, {2, 7, 13, 3}), 9);  // rank 4
+  check_matmul(f, Shape(f, {4, 8, 32}), Shape(f, {4, 32, 16}), Shape(f, {4, 8, 16}), 10);
+  check_matmul(f, Shape(f, {6}), Shape(f, {6, 4}), Shape(f, {4}), 11);           // row vector
+  check_matmul(f, Shape(f, {5, 6}), Shape(f, {6}), Shape(f, {5}), 12);           // column vector
+  check_matmul(f, Shape(f, {6}), Shape(f, {6}), Shape(f), 13);                   // inner product
+  check_matmul(f, Shape(f, {2, 5, 6}), Shape(f, {6}), Shape(f, {2, 5}), 14);     // batched x vector
+  check_matmul(f, Shape(f, {6}), Shape(f, {3, 6, 4}), Shape(f, {3, 4}), 15);     // vector x batched
+  check_matmul(DType::kF64, Shape(DType::kF64, {2, 7, 13}), Shape(DType::kF64, {2, 13, 5}),
+               Shape(DType::kF64, {2, 7, 5}), 16);
+  check_matmul(DType::kI32, Shape(DType::kI32, {3, 5, 6}), Shape(DType::kI32, {3, 6, 4}),
+               Shape(DType::kI32, {3, 5, 4}), 17);
+  // Tags carry over through matmul.
+  check_matmul(f, Shape(f, {2, 3, 4}, {"b", "m", "k"}), Shape(f, {2, 4, 5}, {"b", "k", "n"}),
+               Shape(f, {2, 3, 5}, {"b", "m", "n"}), 18);
+}
+
+}  // namespace
+}  // namespace radix

@@ -1,0 +1,395 @@
+// Numerics of reduce_sum / reduce_max / reduce_min / reduce_mean over single
+// axes, several axes, all axes, by tag and with keep_dims, for integer and
+// float dtypes, against naive loops computed here.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "radix/core/half.h"
+#include "test_util.h"
+
+namespace radix {
+namespace {
+
+// ---- shared test helpers (copied into each ops_*_test.cc) -----------------
+// Host values are carried as `long double` (exact for every i64 / u64 on the
+// platforms we build for), encoded to each dtype's host type on the way in
+// (uint8_t for bool, uint16_t raw bits for f16 / bf16) and decoded on the way out.
+using Val = long double;
+using Vals = std::vector<Val>;
+using radix::testing::all_close;
+using radix::testing::cpu;
+using radix::testing::must;
+
+// Calls f.template operator()<T>() with T the host type of dtype d.
+template <class F>
+decltype(auto) with_host_type(DType d, F&& f) {
+  switch (d) {
+    case DType::kBool: case DType::kU8: return f.template operator()<uint8_t>();
+    case DType::kI8: return f.template operator()<int8_t>();
+    case DType::kI16: return f.template operator()<int16_t>();
+    case DType::kI32: return f.template operator()<int32_t>();
+    case DType::kI64: return f.template operator()<int64_t>();
+    case DType::kU16: case DType::kF16: case DType::kBF16: return f.template operator()<uint16_t>();
+    case DType::kU32: return f.template operator()<uint32_t>();
+    case DType::kU64: return f.template operator()<uint64_t>();
+    case DType::kF32: return f.template operator()<float>();
+    case DType::kF64: return f.template operator()<double>();
+  }
+  throw std::logic_error("unknown dtype");
+}
+
+// The nearest value of float dtype d (identity for other dtypes).
+Val quantize(DType d, Val v) {
+  switch (d) {
+    case DType::kF16: return f16_to_float(float_to_f16(static_cast<float>(v)));
+    case DType::kBF16: return bf16_to_float(float_to_bf16(static_cast<float>(v)));
+    case DType::kF32: return static_cast<float>(v);
+    case DType::kF64: return static_cast<double>(v);
+    default: return v;
+  }
+}
+Vals quantize(DType d, Vals v) {
+  for (Val& x : v) x = quantize(d, x);
+  return v;
+}
+
+// Integer dtypes: v reduced modulo 2^bits into d's range (C++ conversion rules);
+// bool: v != 0; floats: quantize.
+Val wrap(DType d, Val v) {
+  if (is_float(d)) return quantize(d, v);
+  if (is_bool(d)) return v != 0 ? 1 : 0;
+  return with_host_type(d, [&]<class T>() -> Val {
+    T t = v < 0 ? static_cast<T>(static_cast<int64_t>(v)) : static_cast<T>(static_cast<uint64_t>(v));
+    return static_cast<Val>(t);
+  });
+}
+
+Buffer to_device(const Shape& s, const Vals& v) {
+  const DType d = s.dtype();
+  return with_host_type(d, [&]<class T>() {
+    std::vector<T> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (d == DType::kF16) h[i] = static_cast<T>(float_to_f16(static_cast<float>(v[i])));
+      else if (d == DType::kBF16) h[i] = static_cast<T>(float_to_bf16(static_cast<float>(v[i])));
+      else if (d == DType::kBool) h[i] = static_cast<T>(v[i] != 0);
+      else h[i] = static_cast<T>(v[i]);
+    }
+    return must(cpu().buffer(s, h));
+  });
+}
+
+Vals to_host(const Buffer& b) {
+  const DType d = b.dtype();
+  return with_host_type(d, [&]<class T>() {
+    std::vector<T> h = must(b.to_host<T>());
+    Vals v(h.size());
+    for (size_t i = 0; i < h.size(); ++i) {
+      if (d == DType::kF16) v[i] = f16_to_float(static_cast<uint16_t>(h[i]));
+      else if (d == DType::kBF16) v[i] = bf16_to_float(static_cast<uint16_t>(h[i]));
+      else v[i] = static_cast<Val>(h[i]);
+    }
+    return v;
+  });
+}
+
+// Compile options for run(); tests that must avoid the vectorizing schedule
+// (see kBoolVectorSkip) clear .compile.vectorize.
+CompileFnOptions g_opts;
+// While alive, run() compiles without the vectorizing schedule (plain loops).
+struct ScalarLoops {
+  ScalarLoops() { g_opts.compile.vectorize = false; }
+  ~ScalarLoops() { g_opts.compile.vectorize = true; }
+};
+
+// Compiled outputs: values (decoded) and the signature's output shapes.
+struct Outs {
+  std::vector<Vals> values;
+  std::vector<Shape> shapes;
+};
+
+// Compiles fn for `shapes`, runs it on `inputs` (one Vals per shape) and
+// returns every output. fn returns a Tensor or a std::vector<Tensor>.
+template <class Fn, class... S>
+Outs run(Fn fn, const std::vector<Vals>& inputs, const S&... shapes) {
+  auto exe = compile_fn(cpu(), g_opts, fn, shapes...);
+  if (!exe.ok()) {
+    ADD_FAILURE() << "compile failed: " << exe.status().to_string();
+    throw std::runtime_error(exe.status().to_string());
+  }
+  const std::vector<Shape> sh{shapes...};
+  std::vector<Buffer> bufs;
+  for (size_t i = 0; i < sh.size(); ++i) bufs.push_back(to_device(sh[i], inputs.at(i)));
+  auto res = [&]<size_t... I>(std::index_sequence<I...>) {
+    return must(exe->call(bufs[I]...));
+  }(std::index_sequence_for<S...>{});
+  Outs o;
+  o.shapes = exe->executable().signature().outputs;
+  if constexpr (std::is_same_v<decltype(res), Buffer>) {
+    o.values.push_back(to_host(res));
+  } else {
+    for (const Buffer& b : res) o.values.push_back(to_host(b));
+  }
+  return o;
+}
+
+// Integers and bools: exact. Floats: |got - want| <= atol + rtol * |want|
+// (NaN matches NaN; an infinity must match exactly).
+::testing::AssertionResult close(const Vals& got, const Vals& want, DType d, double rtol = 0, double atol = 0) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
+  if (!is_float(d)) {
+    for (size_t i = 0; i < got.size(); ++i)
+      if (got[i] != want[i])
+        return ::testing::AssertionFailure() << dtype_name(d) << " element " << i << ": got " << got[i] << ", want "
+                                             << want[i] << " (exact)";
+    return ::testing::AssertionSuccess();
+  }
+  std::vector<double> g, w;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isinf(want[i]) || std::isinf(got[i])) {
+      if (got[i] != want[i])
+        return ::testing::AssertionFailure() << dtype_name(d) << " element " << i << ": got " << got[i]
+                                             << ", want " << want[i];
+      continue;
+    }
+    g.push_back(static_cast<double>(got[i]));
+    w.push_back(static_cast<double>(want[i]));
+  }
+  auto r = all_close(g, w, rtol, atol);
+  if (!r) return r << " [" << dtype_name(d) << ", finite elements only]";
+  return r;
+}
+
+Vals rand_vals(size_t n, double lo, double hi, uint32_t seed) {
+  std::vector<double> v = radix::testing::random_vec<double>(n, lo, hi, seed);
+  return Vals(v.begin(), v.end());
+}
+
+// Unit roundoff-ish epsilon of a float dtype (spacing of values in [1, 2)).
+double eps(DType d) {
+  switch (d) {
+    case DType::kF16: return 0x1p-10;
+    case DType::kBF16: return 0x1p-7;
+    case DType::kF32: return 0x1p-23;
+    default: return 0x1p-52;
+  }
+}
+
+// Row-major strides of dims.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+int64_t count_of(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+// Multi-index of linear index `lin` in dims.
+std::vector<int64_t> unravel(int64_t lin, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> idx(dims.size());
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    idx[i] = lin % dims[i];
+    lin /= dims[i];
+  }
+  return idx;
+}
+Shape shape_of(DType d, std::vector<int64_t> dims, std::vector<Tag> tags = {}) {
+  if (tags.empty()) return Shape(d, std::span<const int64_t>(dims));
+  return Shape(d, std::span<const int64_t>(dims), std::span<const Tag>(tags));
+}
+// ---- end of shared helpers -------------------------------------------------
+
+enum class RK { kSum, kMax, kMin, kMean };
+
+// Naive reduction of x (dims `in`) over the axes flagged in `red`; the result
+// is in row-major order of the kept axes. Sums wrap for integer dtypes.
+Vals reduce_ref(DType d, const std::vector<int64_t>& in, const Vals& x, const std::vector<bool>& red, RK k) {
+  std::vector<int64_t> od;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!red[i]) od.push_back(in[i]);
+  const int64_t n_out = count_of(od), n_red = count_of(in) / std::max<int64_t>(n_out, 1);
+  Vals acc(static_cast<size_t>(n_out), k == RK::kMax ? -INFINITY : k == RK::kMin ? INFINITY : 0);
+  std::vector<uint64_t> iacc(static_cast<size_t>(n_out), 0);  // integer sums, modulo 2^64
+  for (int64_t l = 0; l < count_of(in); ++l) {
+    auto ii = unravel(l, in);
+    int64_t o = 0;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (!red[i]) o = o * in[i] + ii[i];
+    Val& a = acc[static_cast<size_t>(o)];
+    if (k == RK::kMax) a = std::max(a, x[l]);
+    else if (k == RK::kMin) a = std::min(a, x[l]);
+    else a += x[l];
+    iacc[static_cast<size_t>(o)] += static_cast<uint64_t>(x[l] < 0 ? static_cast<uint64_t>(static_cast<int64_t>(x[l]))
+                                                                   : static_cast<uint64_t>(x[l]));
+  }
+  for (size_t i = 0; i < acc.size(); ++i) {
+    if (k == RK::kMean) acc[i] = quantize(d, acc[i] / n_red);
+    else if (k == RK::kSum && !is_float(d)) acc[i] = wrap(d, static_cast<Val>(iacc[i]));
+  }
+  return acc;
+}
+
+struct ReduceCase {
+  std::vector<int64_t> dims;
+  std::vector<Tag> tags;   // empty: untagged
+  Axes axes;               // as passed to the op
+  std::vector<int> resolved;  // the same axes as indices
+  bool keep_dims = false;
+};
+
+const std::vector<ReduceCase> kCases = {
+    {{3, 4, 5}, {}, {0}, {0}},
+    {{3, 4, 5}, {}, {1}, {1}},
+    {{3, 4, 5}, {}, {2}, {2}},
+    {{3, 4, 5}, {}, {-1}, {2}},
+    {{3, 4, 5}, {}, {0, 2}, {0, 2}},
+    {{3, 4, 5}, {}, {2, 0}, {0, 2}},
+    {{3, 4, 5}, {}, {}, {0, 1, 2}},                  // all axes
+    {{3, 4, 5}, {}, {1}, {1}, true},                 // keep_dims
+    {{3, 4, 5}, {}, {0, 2}, {0, 2}, true},
+    {{3, 4, 5}, {}, {}, {0, 1, 2}, true},
+    {{3, 4, 5}, {"a", "b", "c"}, {"b"}, {1}},        // by tag
+    {{3, 4, 5}, {"a", "b", "c"}, {"c", "a"}, {0, 2}, true},
+    {{2, 3, 4, 16}, {}, {1, 3}, {1, 3}},
+    {{7}, {}, {0}, {0}},
+    {{6, 1}, {}, {1}, {1}},
+};
+
+// The result shape the spec implies: reduced axes dropped, or kept as size 1 (tags kept).
+Shape reduced_shape(DType d, const ReduceCase& c, const std::vector<bool>& red) {
+  std::vector<int64_t> od;
+  std::vector<Tag> ot;
+  for (size_t i = 0; i < c.dims.size(); ++i) {
+    if (red[i] && !c.keep_dims) continue;
+    od.push_back(red[i] ? 1 : c.dims[i]);
+    if (!c.tags.empty()) ot.push_back(c.tags[i]);
+  }
+  return shape_of(d, od, ot);
+}
+
+// Runs all four (or, for integers, three) reductions of one case and checks them.
+void check_case(DType d, const ReduceCase& c, const Vals& x, double rtol, double atol) {
+  const Shape in = shape_of(d, c.dims, c.tags);
+  SCOPED_TRACE(in.to_string() + (c.keep_dims ? " keep_dims" : ""));
+  std::vector<bool> red(c.dims.size(), false);
+  for (int a : c.resolved) red[static_cast<size_t>(a)] = true;
+  const Axes axes = c.axes;
+  const ReduceOptions opts{c.keep_dims};
+  const bool fl = is_float(d);
+  Outs o;
+  if (is_unsigned_int(d)) {
+    // Sum and max share the identity 0 here; returned together they hit the
+    // bug shown by Reduce.SharedInitMultiOutput, so compile them apart.
+    Outs s = run([axes, opts](Tensor x) { return reduce_sum(x, axes, opts); }, {x}, in);
+    o = run([axes, opts](Tensor x) {
+      return std::vector<Tensor>{reduce_max(x, axes, opts), reduce_min(x, axes, opts)};
+    }, {x}, in);
+    o.values.insert(o.values.begin(), s.values[0]);
+    o.shapes.insert(o.shapes.begin(), s.shapes[0]);
+  } else {
+    o = run([axes, opts, fl](Tensor x) {
+      std::vector<Tensor> r{reduce_sum(x, axes, opts), reduce_max(x, axes, opts), reduce_min(x, axes, opts)};
+      if (fl) r.push_back(reduce_mean(x, axes, opts));
+      return r;
+    }, {x}, in);
+  }
+  const Shape want_shape = reduced_shape(d, c, red);
+  const RK kinds[] = {RK::kSum, RK::kMax, RK::kMin, RK::kMean};
+  const char* names[] = {"sum", "max", "min", "mean"};
+  for (size_t k = 0; k < o.values.size(); ++k) {
+    EXPECT_EQ(o.shapes[k], want_shape) << names[k];
+    Vals want = reduce_ref(d, c.dims, x, red, kinds[k]);
+    if (kinds[k] == RK::kSum) want = quantize(d, want);
+    EXPECT_TRUE(close(o.values[k], want, d, kinds[k] == RK::kMax || kinds[k] == RK::kMin ? 0 : rtol,
+                      kinds[k] == RK::kMax || kinds[k] == RK::kMin ? 0 : atol))
+        << names[k];
+  }
+}
+
+TEST(Reduce, Floats) {
+  // Tolerance: max / min exact. Sums of n terms in [-1, 1]: f32 rtol 1e-5 +
+  // atol 1e-5 (accumulation order differs from the reference), f64 1e-12.
+  // f16 / bf16 use small integers, so every partial sum is exact: sum exact,
+  // mean within one rounding (rtol = eps).
+  for (DType d : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16})
+    for (const ReduceCase& c : kCases) {
+      const int64_t n = count_of(c.dims);
+      Vals x;
+      if (d == DType::kF16 || d == DType::kBF16) {
+        for (int64_t i = 0; i < n; ++i) x.push_back(static_cast<Val>((i * 7) % 9) - 4);
+      } else {
+        x = quantize(d, rand_vals(static_cast<size_t>(n), -1, 1, 21));
+      }
+      const double tol = d == DType::kF32 ? 1e-5 : d == DType::kF64 ? 1e-12 : eps(d);
+      check_case(d, c, x, tol, d == DType::kF32 || d == DType::kF64 ? tol : 0);
+    }
+}
+
+TEST(Reduce, Integers) {
+  // Tolerance: exact. Sums wrap modulo 2^bits (u8 sums of values near 255,
+  // i8 sums of +-100), max / min use the dtype's ordering (u32 > INT_MAX).
+  for (DType d : {DType::kI32, DType::kI64, DType::kU8, DType::kI8, DType::kU32, DType::kU64})
+    for (size_t ci : {0, 4, 6, 7, 10, 11, 12}) {
+      const ReduceCase& c = kCases[ci];
+      const int64_t n = count_of(c.dims);
+      Vals x;
+      std::mt19937_64 rng(static_cast<uint64_t>(ci) + 3);
+      for (int64_t i = 0; i < n; ++i) {
+        Val v;
+        switch (d) {
+          case DType::kU8: v = 200 + static_cast<Val>(rng() % 56); break;
+          case DType::kI8: v = static_cast<Val>(static_cast<int>(rng() % 201) - 100); break;
+          case DType::kU32: v = static_cast<Val>(rng() % 4294967296ULL); break;
+          case DType::kU64: v = static_cast<Val>(rng()); break;
+          case DType::kI64: v = static_cast<Val>(static_cast<int64_t>(rng()) / 4); break;
+          default: v = static_cast<Val>(static_cast<int64_t>(rng() % 2000001) - 1000000); break;
+        }
+        x.push_back(v);
+      }
+      check_case(d, c, x, 0, 0);
+    }
+}
+
+TEST(Reduce, BoolMaxMin) {
+  // max = any, min = all. Tolerance: exact.
+  ScalarLoops scalar_loops;  // bool buffers: see the elementwise test's BoolVectorized
+  const Shape in(DType::kBool, {3, 4});
+  const Vals x = {0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 1, 1};
+  Outs o = run([](Tensor x) { return std::vector<Tensor>{reduce_max(x, {1}), reduce_min(x, {1}), reduce_max(x)}; },
+               {x}, in);
+  const std::vector<bool> red = {false, true};
+  EXPECT_TRUE(close(o.values[0], reduce_ref(DType::kBool, {3, 4}, x, red, RK::kMax), DType::kBool));
+  EXPECT_TRUE(close(o.values[1], reduce_ref(DType::kBool, {3, 4}, x, red, RK::kMin), DType::kBool));
+  EXPECT_TRUE(close(o.values[2], reduce_ref(DType::kBool, {3, 4}, x, {true, true}, RK::kMax), DType::kBool));
+  EXPECT_EQ(o.shapes[2], Shape(DType::kBool));
+}
+
+TEST(Reduce, FloatSpecials) {
+  // max / min propagate NaN; infinities reduce exactly. Tolerance: exact.
+  const Val inf = std::numeric_limits<Val>::infinity(), nan = std::numeric_limits<Val>::quiet_NaN();
+  const Vals x = {1, nan, 3, -inf, 2, 5, inf, -7};
+  Outs o = run([](Tensor x) { return std::vector<Tensor>{reduce_max(x, {1}), reduce_min(x, {1})}; }, {x},
+               Shape(DType::kF32, {2, 4}));
+  EXPECT_TRUE(close(o.values[0], {nan, inf}, DType::kF32));
+  EXPECT_TRUE(close(o.values[1], {nan, -7}, DType::kF32));
+}
+
+TEST(Reduce, SharedInitMultiOutput) {
+  // Tolerance: exact.
+  const Vals x = {200, 201, 250, 255, 210, 220, 230, 240, 100, 2, 3, 4};
+  Outs o = run([](Tensor x) { return std::vector<Tensor>{reduce_sum(x, {0}), reduce_max(x, {0})}; }, {x},
+               Shape(DType::kU8, {3, 4}));
+  EXPECT_TRUE(close(o.values[0], reduce_ref(DType::kU8, {3, 4}, x, {true, false}, RK::kSum), DType::kU8));
+  EXPECT_TRUE(close(o.values[1], reduce_ref(DType::kU8, {3, 4}, x, {true, false}, RK::kMax), DType::kU8));
+}
+
+}  // namespace
+}  // namespace radix
