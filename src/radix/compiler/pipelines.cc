@@ -6,12 +6,12 @@
 #include <fstream>
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "radix/compiler/passes.h"
 #include "radix/compiler/schedule.h"
+#include "radix/trace/diagnostic_collector.h"
 
 namespace radix {
 
@@ -88,12 +88,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CompileOptions& options, St
                         const std::function<void(std::string_view, double)>& on_stage) {
   register_all_once();
   mlir::MLIRContext* ctx = module.getContext();
-  std::string diag;
-  mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic& d) {
-    llvm::raw_string_ostream os(diag);
-    os << d << "\n";
-    return mlir::success();
-  });
+  detail::DiagnosticCollector diags(ctx);
   for (const PipelineStage& stage : kStages) {
     auto t0 = std::chrono::steady_clock::now();
     std::string name = stage.name;
@@ -110,7 +105,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CompileOptions& options, St
       if (mlir::failed(mlir::parsePassPipeline(stage.pipeline, pm, llvm::errs())))
         return compile_error("stage '" + name + "': pass pipeline does not parse: " + stage.pipeline);
       if (mlir::failed(pm.run(module)))
-        return compile_error("stage '" + name + "' (" + stage.pipeline + ") failed:\n" + diag);
+        return compile_error("stage '" + name + "' (" + stage.pipeline + ") failed:\n" + diags.text());
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (on_stage) on_stage(name, ms);

@@ -1,5 +1,7 @@
 #include "radix/compiler/schedule.h"
 
+#include "radix/trace/diagnostic_collector.h"
+
 #include <sstream>
 
 #include "llvm/TargetParser/Host.h"
@@ -7,7 +9,6 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
 
 namespace radix {
@@ -302,19 +303,14 @@ std::string build_cpu_schedule(mlir::ModuleOp module, ScheduleSummary* summary) 
 
 Status apply_schedule(mlir::ModuleOp module, const std::string& script) {
   mlir::MLIRContext* ctx = module.getContext();
-  std::string diag;
-  mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic& d) {
-    llvm::raw_string_ostream os(diag);
-    os << d << "\n";
-    return mlir::success();
-  });
+  detail::DiagnosticCollector diags(ctx);
   mlir::OwningOpRef<mlir::ModuleOp> lib = mlir::parseSourceString<mlir::ModuleOp>(script, ctx);
-  if (!lib) return compile_error("schedule: the generated transform script does not parse:\n" + diag);
+  if (!lib) return compile_error("schedule: the generated transform script does not parse:\n" + diags.text());
   mlir::Operation* entry = mlir::transform::detail::findTransformEntryPoint(module, *lib, "__transform_main");
   if (!entry) return compile_error("schedule: no @__transform_main in the transform script");
   if (mlir::failed(mlir::transform::applyTransformNamedSequence(module, entry, *lib,
                                                                 mlir::transform::TransformOptions())))
-    return compile_error("schedule: applying the transform script failed:\n" + diag);
+    return compile_error("schedule: applying the transform script failed:\n" + diags.text());
   module.walk([](mlir::Operation* op) { op->removeAttr(kMark); });
   return Status();
 }

@@ -19,6 +19,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
+#include "radix/trace/diagnostic_collector.h"
 #include "radix/trace/mlir_bridge.h"
 
 namespace radix {
@@ -105,31 +106,13 @@ void CompilationContext::pop_block(mlir::Block* block) {
 
 mlir::Block* CompilationContext::current_block() const { return blocks_.empty() ? nullptr : blocks_.back(); }
 
-namespace {
-// Collects MLIR diagnostics into a string while alive.
-class DiagnosticCollector {
- public:
-  explicit DiagnosticCollector(mlir::MLIRContext& ctx)
-      : handler_(&ctx, [this](mlir::Diagnostic& d) {
-          llvm::raw_string_ostream os(text_);
-          os << d << "\n";
-          for (auto& note : d.getNotes()) os << "  note: " << note << "\n";
-          return mlir::success();
-        }) {}
-  const std::string& text() const { return text_; }
-
- private:
-  std::string text_;
-  mlir::ScopedDiagnosticHandler handler_;
-};
-}  // namespace
 
 Status CompilationContext::emit_main(const std::vector<Shape>& inputs, const std::vector<std::string>& input_names,
                                      size_t n_model, const Body& body, Signature* signature) {
   mlir::MLIRContext* mctx = &impl_->mlir;
   mlir::OpBuilder& b = impl_->builder;
   mlir::Location l = loc();
-  DiagnosticCollector diags(*mctx);
+  detail::DiagnosticCollector diags(mctx);
 
   llvm::SmallVector<mlir::Type> arg_types;
   for (const Shape& s : inputs) arg_types.push_back(detail::tensor_type(mctx, s));
