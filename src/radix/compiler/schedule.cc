@@ -1,7 +1,5 @@
 #include "radix/compiler/schedule.h"
 
-#include "radix/trace/diagnostic_collector.h"
-
 #include <sstream>
 
 #include "llvm/TargetParser/Host.h"
@@ -10,6 +8,7 @@
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
+#include "radix/trace/diagnostic_collector.h"
 
 namespace radix {
 

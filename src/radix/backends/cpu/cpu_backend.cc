@@ -1,5 +1,6 @@
 #include "radix/backends/cpu/cpu_backend.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -89,11 +90,29 @@ Descriptor make_descriptor(void* data, const Shape& s) {
   return d;
 }
 
+// Set once static destruction has begun (see ExitSentinel).
+std::atomic<bool> g_exiting{false};
+
+// Destroying an ExecutionEngine runs LLVM code that uses LLVM's own static
+// objects; during static destruction at exit those may already be gone (an
+// Executable held in a static crashed there). The sentinel is built right
+// after the first engine, so it is destroyed before the LLVM statics that
+// compile touched: engines still alive after that are leaked instead.
+struct ExitSentinel {
+  ~ExitSentinel() { g_exiting.store(true); }
+};
+void arm_exit_sentinel() { static ExitSentinel sentinel; }
+
 class CpuExecutable : public BackendExecutable {
  public:
   CpuExecutable(std::unique_ptr<mlir::ExecutionEngine> engine, void (*entry)(void**), Signature sig,
                 CompileStats stats)
-      : engine_(std::move(engine)), entry_(entry), sig_(std::move(sig)), stats_(stats) {}
+      : engine_(std::move(engine)), entry_(entry), sig_(std::move(sig)), stats_(stats) {
+    arm_exit_sentinel();
+  }
+  ~CpuExecutable() override {
+    if (g_exiting.load()) (void)engine_.release();  // the process is exiting: let the OS reclaim it
+  }
 
   Status execute(std::span<void* const> inputs, std::span<void* const> outputs) override {
     const size_t n = inputs.size() + outputs.size();
