@@ -107,8 +107,9 @@ bool parse_example(int argc, char** argv, ExampleArgs* a, std::string* err) {
 int run_example(const ExampleArgs& a) {
   Platform platform = Platform::cpu();
   const auto& c = a.cfg;
-  std::printf("radix example: MLP %lld -> %lld x%d -> %lld, batch %lld, platform %s\n", (long long)c.in,
-              (long long)c.hidden, c.n_hidden + 1, (long long)c.out, (long long)a.batch, platform.name().c_str());
+  std::printf("radix example: MLP %lld", (long long)c.in);
+  for (int i = 0; i <= c.n_hidden; ++i) std::printf(" -> %lld", (long long)c.hidden);
+  std::printf(" -> %lld, batch %lld, platform %s\n", (long long)c.out, (long long)a.batch, platform.name().c_str());
 
   auto t0 = Clock::now();
   examples::HostMlp host = examples::make_host_mlp(c);
