@@ -40,8 +40,8 @@ const char* kUsage =
     "  --out N          output features (default 16)\n"
     "  --iters N        timed calls after the first (default 100)\n"
     "  --seed N         weight / input seed (default 1234)\n"
-    "  --dump STAGES    print IR stages, comma separated: traced, dps, fuse, schedule,\n"
-    "                   bufferize, lower, llvm-ir, or all\n"
+    "  --dump STAGES    print IR stages, comma separated: traced, dps, fuse,\n"
+    "                   schedule-script, schedule, bufferize, lower, llvm-ir, or all\n"
     "  --dump-dir DIR   write the dumps into DIR instead of standard error\n"
     "  --no-vectorize   skip the tiling + vectorization schedule (scalar loops)\n"
     "  --verbose        per-stage compile progress\n";
@@ -87,7 +87,7 @@ bool parse_example(int argc, char** argv, ExampleArgs* a, std::string* err) {
       std::string s;
       while (std::getline(ss, s, ',')) {
         if (!is_known_stage(s)) {
-          *err = "--dump: unknown stage '" + s + "' (known: traced, dps, fuse, schedule, bufferize, lower, llvm-ir, all)";
+          *err = "--dump: unknown stage '" + s + "' (known: " + known_stages() + ")";
           return false;
         }
         a->compile.dump.push_back(s);

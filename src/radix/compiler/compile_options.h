@@ -7,10 +7,19 @@
 
 namespace radix {
 
+// The SIMD registers the CPU schedule tiles for. Zero fields mean "the
+// host's" (the JIT always targets the host). Setting them checks the schedule
+// another CPU would get — e.g. AVX-512's {16, 32} — on this machine.
+struct VectorIsa {
+  int f32_lanes = 0;  // f32 values per vector register (4 SSE/NEON, 8 AVX2, 16 AVX-512)
+  int registers = 0;  // vector registers (16 or 32)
+};
+
 struct CompileOptions {
   // Stages to print: "traced" (as emitted), any pipeline stage name
   // (see compiler/pipelines.h: "dps", "fuse", "schedule", "bufferize",
-  // "lower"), "llvm-ir" (optimized LLVM IR), or "all".
+  // "lower"), "schedule-script" (the generated transform script), "llvm-ir"
+  // (optimized LLVM IR), or "all".
   std::vector<std::string> dump;
   // Where dumps go: empty = standard error; otherwise a folder that receives
   // one file per stage, "<NN>-<stage>.mlir" / ".ll".
@@ -18,6 +27,8 @@ struct CompileOptions {
   // Apply the transform-dialect tiling + vectorization schedule. Off gives
   // plain scalar loops (a reference for debugging the schedule).
   bool vectorize = true;
+  // Override of the vector ISA the schedule is sized for (see VectorIsa).
+  VectorIsa schedule_isa;
   // LLVM optimization level, 0..3.
   int opt_level = 3;
   // Print per-stage progress and timings to standard error.

@@ -47,8 +47,17 @@ void register_all_once() {
 
 std::span<const PipelineStage> cpu_pipeline_stages() { return kStages; }
 
+std::string known_stages() {
+  std::string s = "traced";
+  for (const auto& st : kStages) {
+    if (std::string_view(st.name) == "schedule") s += ", schedule-script";
+    s += std::string(", ") + st.name;
+  }
+  return s + ", llvm-ir, all";
+}
+
 bool is_known_stage(std::string_view name) {
-  if (name == "traced" || name == "llvm-ir" || name == "all") return true;
+  if (name == "traced" || name == "schedule-script" || name == "llvm-ir" || name == "all") return true;
   for (const auto& s : kStages)
     if (name == s.name) return true;
   return false;
@@ -95,7 +104,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CompileOptions& options, St
     if (name == "schedule") {
       if (!options.vectorize) continue;
       ScheduleSummary sum;
-      std::string script = build_cpu_schedule(module, &sum);
+      std::string script = build_cpu_schedule(module, options.schedule_isa, &sum);
       if (!script.empty()) {
         dumper.dump("schedule-script", script);
         RADIX_RETURN_IF_ERROR(apply_schedule(module, script));

@@ -48,7 +48,10 @@ class StageDumper {
 Status run_cpu_lowering(mlir::ModuleOp module, const CompileOptions& options, StageDumper& dumper,
                         const std::function<void(std::string_view stage, double ms)>& on_stage = {});
 
-// True if `name` is "traced", "llvm-ir", "all" or a stage name.
+// True if `name` is "traced", a stage name, "schedule-script" (the generated
+// transform script), "llvm-ir" or "all".
 bool is_known_stage(std::string_view name);
+// "traced, dps, fuse, schedule-script, schedule, ..., llvm-ir, all" for messages.
+std::string known_stages();
 
 }  // namespace radix

@@ -18,22 +18,6 @@ constexpr const char* kMark = "radix.sid";
 // ---- Tuning knobs -----------------------------------------------------------
 // Measured on AMD EPYC (Zen 3, AVX2, 1 thread), 1024^3 f32: see bench/README.md.
 
-// The host's SIMD registers (the JIT compiles for the host CPU).
-struct VectorIsa {
-  int64_t f32_lanes;       // f32 per vector register
-  int64_t registers;       // vector registers
-};
-
-VectorIsa host_isa() {
-  static const VectorIsa isa = [] {
-    llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
-    if (f.lookup("avx512f")) return VectorIsa{16, 32};
-    if (f.lookup("avx2") || f.lookup("avx")) return VectorIsa{8, 16};
-    return VectorIsa{4, 16};
-  }();
-  return isa;
-}
-
 // Large matmuls (M*N*K >= kPackMinVolume): B (and C) are packed into
 // column panels of kPanelVectors vectors (16 f32 on AVX2, 32 on AVX-512),
 // laid out [N / panel][K][panel], so the register tile streams B contiguously
@@ -112,10 +96,9 @@ mlir::linalg::MatmulOp plain_matmul(mlir::Operation* op) {
 }
 
 // The packed schedule applies: large enough, and every tile divides its dim.
-bool use_packed_schedule(mlir::linalg::MatmulOp mm) {
+bool use_packed_schedule(mlir::linalg::MatmulOp mm, const VectorIsa& isa) {
   llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
   const int64_t M = r[0], N = r[1], K = r[2];
-  const VectorIsa isa = host_isa();
   const int64_t panel = kPanelVectors * isa.f32_lanes;
   return M * N * K >= kPackMinVolume && M % kBlockM == 0 && N % kBlockN == 0 && K % kBlockK == 0 &&
          kBlockN % panel == 0 && kBlockM % packed_reg_m(isa) == 0 && kBlockK % kRegK == 0 &&
@@ -124,11 +107,11 @@ bool use_packed_schedule(mlir::linalg::MatmulOp mm) {
 
 // A fill whose every user is a matmul given the packed schedule: left alone,
 // it folds into the fill of the packed accumulator.
-bool feeds_only_packed_matmuls(mlir::linalg::FillOp fill) {
+bool feeds_only_packed_matmuls(mlir::linalg::FillOp fill, const VectorIsa& isa) {
   if (fill->use_empty()) return false;
   for (mlir::Operation* user : fill->getUsers()) {
     auto mm = plain_matmul(user);
-    if (!mm || !use_packed_schedule(mm) || mm.getDpsInitOperand(0)->get() != fill->getResult(0)) return false;
+    if (!mm || !use_packed_schedule(mm, isa) || mm.getDpsInitOperand(0)->get() != fill->getResult(0)) return false;
   }
   return true;
 }
@@ -181,14 +164,26 @@ void emit_packed_matmul(std::ostringstream& body, const std::string& id, const V
 }
 }  // namespace
 
-std::string build_cpu_schedule(mlir::ModuleOp module, ScheduleSummary* summary) {
+VectorIsa host_vector_isa() {
+  static const VectorIsa isa = [] {
+    llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
+    if (f.lookup("avx512f")) return VectorIsa{16, 32};
+    if (f.lookup("avx2") || f.lookup("avx")) return VectorIsa{8, 16};
+    return VectorIsa{4, 16};
+  }();
+  return isa;
+}
+
+std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested, ScheduleSummary* summary) {
   ScheduleSummary sum;
   std::ostringstream body;
   int sid = 0;
   mlir::OpBuilder b(module.getContext());
   auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
   if (!fn) return "";
-  const VectorIsa isa = host_isa();
+  VectorIsa isa = host_vector_isa();
+  if (requested.f32_lanes > 0) isa.f32_lanes = requested.f32_lanes;
+  if (requested.registers > 0) isa.registers = requested.registers;
 
   fn.walk([&](mlir::linalg::LinalgOp op) {
     if (!all_static(op) || op.getNumLoops() == 0) {
@@ -211,7 +206,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, ScheduleSummary* summary) 
         ++sum.skipped;
         return;
       }
-      if (use_packed_schedule(mm)) {
+      if (use_packed_schedule(mm, isa)) {
         match();
         emit_packed_matmul(body, id, isa);
         ++sum.matmuls;
@@ -248,7 +243,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, ScheduleSummary* summary) 
       return;
     }
 
-    if (auto fill = llvm::dyn_cast<mlir::linalg::FillOp>(op.getOperation()); fill && feeds_only_packed_matmuls(fill))
+    if (auto fill = llvm::dyn_cast<mlir::linalg::FillOp>(op.getOperation()); fill && feeds_only_packed_matmuls(fill, isa))
       return;  // folded into the packed matmul's accumulator
     const bool elementwise = op.getNumReductionLoops() == 0 &&
                              (llvm::isa<mlir::linalg::GenericOp, mlir::linalg::FillOp>(op.getOperation()));

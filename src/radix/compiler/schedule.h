@@ -17,6 +17,7 @@
 
 #include <string>
 
+#include "radix/compiler/compile_options.h"
 #include "radix/core/status.h"
 
 namespace mlir { class ModuleOp; }
@@ -30,9 +31,13 @@ struct ScheduleSummary {
   int skipped = 0;      // ops left as scalar loops
 };
 
+// The host CPU's vector ISA (detected once).
+VectorIsa host_vector_isa();
+
 // Marks schedulable ops in @main with radix.sid attributes and returns the
-// transform script (empty when nothing is to be scheduled).
-std::string build_cpu_schedule(mlir::ModuleOp module, ScheduleSummary* summary);
+// transform script (empty when nothing is to be scheduled). Zero fields of
+// `isa` are taken from the host.
+std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, ScheduleSummary* summary);
 
 // Parses and applies a transform script to the module, then strips the marks.
 Status apply_schedule(mlir::ModuleOp module, const std::string& script);

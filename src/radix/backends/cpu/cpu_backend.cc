@@ -155,10 +155,14 @@ class CpuBackend : public Backend {
                                                      const CompileOptions& options) override {
     if (options.opt_level < 0 || options.opt_level > 3)
       return invalid_argument("CompileOptions.opt_level must be 0..3, got " + std::to_string(options.opt_level));
+    const VectorIsa& isa = options.schedule_isa;
+    if ((isa.f32_lanes != 0 && isa.f32_lanes != 4 && isa.f32_lanes != 8 && isa.f32_lanes != 16) ||
+        (isa.registers != 0 && isa.registers != 16 && isa.registers != 32))
+      return invalid_argument("CompileOptions.schedule_isa: f32_lanes must be 0, 4, 8 or 16 and registers 0, 16 or "
+                              "32; got " + std::to_string(isa.f32_lanes) + " and " + std::to_string(isa.registers));
     for (const std::string& d : options.dump)
       if (!is_known_stage(d))
-        return invalid_argument("CompileOptions.dump: unknown stage '" + d +
-                                "' (known: traced, dps, fuse, schedule, bufferize, lower, llvm-ir, all)");
+        return invalid_argument("CompileOptions.dump: unknown stage '" + d + "' (known: " + known_stages() + ")");
     auto t_start = Clock::now();
     CompileStats stats;
     StageDumper dumper(options);
