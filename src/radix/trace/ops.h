@@ -40,7 +40,9 @@ Tensor iota(int64_t n, DType dtype, Tag tag = Tag());
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);   // integers: truncating, like C++
+// Integers: truncating like C++, but never trapping: x / 0 = -1 (all bits
+// set) and INT_MIN / -1 = INT_MIN, as in XLA.
+Tensor div(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);   // floats only

@@ -178,7 +178,35 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   return arith_binary<mlir::arith::MulFOp, mlir::arith::MulIOp, mlir::arith::MulIOp>("mul", a, b);
 }
 Tensor div(const Tensor& a, const Tensor& b) {
-  return arith_binary<mlir::arith::DivFOp, mlir::arith::DivSIOp, mlir::arith::DivUIOp>("div", a, b);
+  context_for("div", {&a, &b});
+  require_same_dtype("div", {&a, &b});
+  if (is_bool(a.dtype())) fail(describe("div", {&a, &b}) + ": not defined for bool tensors (convert them first)");
+  const DType d = a.dtype();
+  const Kind k = kind_of(d);
+  return binary("div", a, b, d, [d, k](OpBuilder& nb, Location l, ValueRange v) -> Value {
+    namespace ar = mlir::arith;
+    if (k == Kind::kFloat) return ar::DivFOp::create(nb, l, v[0], v[1]);
+    // Integer division never traps (x86 faults on x / 0 and INT_MIN / -1):
+    // x / 0 = -1 (all bits set), INT_MIN / -1 = INT_MIN, as in XLA.
+    Value zero = scalar_constant(nb, l, d, 0);
+    Value one = scalar_constant(nb, l, d, 1);
+    Value ones = ar::ConstantOp::create(
+        nb, l, nb.getIntegerAttr(v[0].getType(), llvm::APInt::getAllOnes(static_cast<unsigned>(dtype_bits(d)))));
+    Value by_zero = ar::CmpIOp::create(nb, l, ar::CmpIPredicate::eq, v[1], zero);
+    Value safe = ar::SelectOp::create(nb, l, by_zero, one, v[1]);
+    Value q;
+    if (k == Kind::kSigned) {
+      unsigned bits = static_cast<unsigned>(dtype_bits(d));
+      Value min = ar::ConstantOp::create(nb, l, nb.getIntegerAttr(v[0].getType(), llvm::APInt::getSignedMinValue(bits)));
+      Value overflow = ar::AndIOp::create(nb, l, ar::CmpIOp::create(nb, l, ar::CmpIPredicate::eq, v[0], min),
+                                          ar::CmpIOp::create(nb, l, ar::CmpIPredicate::eq, safe, ones));
+      safe = ar::SelectOp::create(nb, l, overflow, one, safe);  // INT_MIN / 1 = INT_MIN
+      q = ar::DivSIOp::create(nb, l, v[0], safe);
+    } else {
+      q = ar::DivUIOp::create(nb, l, v[0], safe);
+    }
+    return ar::SelectOp::create(nb, l, by_zero, ones, q);
+  });
 }
 Tensor maximum(const Tensor& a, const Tensor& b) {
   return arith_binary<mlir::arith::MaximumFOp, mlir::arith::MaxSIOp, mlir::arith::MaxUIOp>("maximum", a, b, true);
