@@ -852,3 +852,46 @@ TEST(Elementwise, IntegerDivisionNeverTraps) {
 
 }  // namespace
 }  // namespace radix
+
+namespace radix {
+namespace {
+
+// Float -> int saturates: NaN -> 0, beyond the range -> min / max.
+template <class T>
+T saturate_ref(double x) {
+  if (std::isnan(x)) return 0;
+  if (x <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (x >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(x);  // in range: truncation toward zero
+}
+
+template <class T>
+void check_saturation(const std::vector<float>& xs) {
+  SCOPED_TRACE(std::string(dtype_name(dtype_v<T>)));
+  std::vector<T> want;
+  for (float x : xs) want.push_back(saturate_ref<T>(x));
+  for (bool vec : {false, true}) {
+    CompileFnOptions o;
+    o.compile.vectorize = vec;
+    Shape s(DType::kF32, {static_cast<int64_t>(xs.size())});
+    auto exe = testing::must(compile_fn(testing::cpu(), o, [](Tensor x) { return convert(x, dtype_v<T>); }, s));
+    Buffer out = testing::must(exe.call(testing::must(testing::cpu().buffer(s, xs))));
+    // Tolerance: exact.
+    EXPECT_EQ(testing::must(out.to_host<T>()), want) << "vectorize=" << vec;
+  }
+}
+
+TEST(Elementwise, FloatToIntSaturates) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> xs = {3.7f, -3.7f, 1e10f, -1e10f, NAN, inf, -inf, 300.f, -129.f, 255.9f,
+                                 -0.5f, 2147483520.f, -2147483648.f, 9.3e18f, -9.3e18f, 0.f};
+  check_saturation<int8_t>(xs);
+  check_saturation<uint8_t>(xs);
+  check_saturation<int32_t>(xs);
+  check_saturation<uint32_t>(xs);
+  check_saturation<int64_t>(xs);
+  check_saturation<uint64_t>(xs);
+}
+
+}  // namespace
+}  // namespace radix

@@ -67,8 +67,9 @@ Tensor ge(const Tensor& a, const Tensor& b);
 // cond ? a : b elementwise; cond must be bool; the three broadcast together.
 Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b);
 
-// Converts element type (floats round to nearest; float -> int truncates toward
-// zero; anything -> bool is `!= 0`).
+// Converts element type. Floats round to nearest; float -> int truncates
+// toward zero and saturates (NaN -> 0, out of range -> the type's min / max);
+// int -> narrower int wraps; anything -> bool is `!= 0`.
 Tensor convert(const Tensor& x, DType dtype);
 
 // ---------------------------------------------------------------- shape ops

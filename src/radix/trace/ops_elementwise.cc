@@ -76,6 +76,35 @@ Tensor compare(const char* op, const Tensor& a, const Tensor& b, mlir::arith::Cm
   });
 }
 
+// Float -> integer, saturating: NaN -> 0, values beyond the target's range
+// -> its min / max (LLVM's fptosi / fptoui alone give poison there).
+Value float_to_int(OpBuilder& b, Location l, Value v, DType from, DType to) {
+  namespace ar = mlir::arith;
+  mlir::Type et = element_type(b.getContext(), to);
+  const unsigned bits = static_cast<unsigned>(dtype_bits(to));
+  const bool is_signed = is_signed_int(to);
+  // The range's ends as floats: -2^(bits-1) and 2^(bits-1) (signed) or 0 and
+  // 2^bits (unsigned), all powers of two so exact (or +inf past f16's range).
+  const double lo = is_signed ? -std::ldexp(1.0, static_cast<int>(bits) - 1) : 0.0;
+  const double hi = std::ldexp(1.0, static_cast<int>(is_signed ? bits - 1 : bits));
+  Value f_lo = scalar_constant(b, l, from, lo), f_hi = scalar_constant(b, l, from, hi);
+  Value f_zero = scalar_constant(b, l, from, 0.0);
+  Value is_nan = ar::CmpFOp::create(b, l, ar::CmpFPredicate::UNO, v, v);
+  Value below = ar::CmpFOp::create(b, l, ar::CmpFPredicate::OLT, v, f_lo);
+  Value above = ar::CmpFOp::create(b, l, ar::CmpFPredicate::OGE, v, f_hi);
+  Value out = ar::OrIOp::create(b, l, is_nan, ar::OrIOp::create(b, l, below, above));
+  Value in_range = ar::SelectOp::create(b, l, out, f_zero, v);
+  Value r = is_signed ? Value(ar::FPToSIOp::create(b, l, et, in_range)) : Value(ar::FPToUIOp::create(b, l, et, in_range));
+  llvm::APInt min = is_signed ? llvm::APInt::getSignedMinValue(bits) : llvm::APInt::getMinValue(bits);
+  llvm::APInt max = is_signed ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getMaxValue(bits);
+  Value i_min = ar::ConstantOp::create(b, l, b.getIntegerAttr(et, min));
+  Value i_max = ar::ConstantOp::create(b, l, b.getIntegerAttr(et, max));
+  Value i_zero = ar::ConstantOp::create(b, l, b.getIntegerAttr(et, 0));
+  r = ar::SelectOp::create(b, l, below, i_min, r);
+  r = ar::SelectOp::create(b, l, above, i_max, r);
+  return ar::SelectOp::create(b, l, is_nan, i_zero, r);
+}
+
 // Scalar-to-scalar conversion between element types.
 Value convert_scalar(OpBuilder& b, Location l, Value v, DType from, DType to) {
   if (from == to) return v;
@@ -96,10 +125,7 @@ Value convert_scalar(OpBuilder& b, Location l, Value v, DType from, DType to) {
     if (is_signed_int(from)) return mlir::arith::SIToFPOp::create(b, l, et, v);
     return mlir::arith::UIToFPOp::create(b, l, et, v);
   }
-  if (is_float(from)) {
-    if (is_signed_int(to)) return mlir::arith::FPToSIOp::create(b, l, et, v);
-    return mlir::arith::FPToUIOp::create(b, l, et, v);
-  }
+  if (is_float(from)) return float_to_int(b, l, v, from, to);
   // integer / bool -> integer
   int fb = dtype_bits(from), tb = dtype_bits(to);
   if (tb > fb) {
