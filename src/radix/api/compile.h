@@ -16,6 +16,11 @@
 // type filled with placeholder Tensors (structs, arrays, tuples).
 // Results: a Tensor becomes a Buffer, a struct / tuple / array / vector of
 // Tensors the same structure of Buffers (Bufferized<R>).
+//
+// Ownership: an Exe shares its compiled program with every ExeWithWeights
+// prepared from it; prepare() takes the weights (or shares them with
+// prepare_shared), so they live as long as the ExeWithWeights. call() is
+// const and thread-safe; the caller owns the returned Buffers.
 #pragma once
 
 #include <functional>

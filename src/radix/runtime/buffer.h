@@ -1,5 +1,9 @@
 // Buffer: device memory holding one array, with its Shape. Move-only RAII:
 // the memory is released when the Buffer is destroyed. Keeps its backend alive.
+//
+// Layout: dense, row-major, 64-byte aligned; bool is one byte per element.
+// Thread-safety: reading a Buffer (to_host, passing it to calls) from several
+// threads at once is safe; moving or destroying it while in use is not.
 #pragma once
 
 #include <cstring>

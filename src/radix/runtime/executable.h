@@ -3,6 +3,10 @@
 // call() takes one Buffer per @main argument (model weights first, then the
 // call's arguments; see trace/traced_module.h), checks their count, dtypes and
 // dims against the signature, allocates the outputs and runs the program.
+//
+// Ownership: the caller keeps its input Buffers (they are only read) and owns
+// the returned outputs. Thread-safety: call() is const and may run from
+// several threads at once.
 #pragma once
 
 #include <memory>

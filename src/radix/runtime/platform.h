@@ -1,6 +1,6 @@
 // Platform: a device backend plus the operations users need from it — compile
 // a traced module into an Executable, and move data in and out of Buffers.
-// Cheap to copy (shares the backend).
+// Cheap to copy (shares the backend); every method is thread-safe.
 #pragma once
 
 #include <memory>
