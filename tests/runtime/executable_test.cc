@@ -59,6 +59,30 @@ TEST(Buffer, HostTransferErrors) {
   expect_invalid(b.copy_to_host(small), {"needs 8 bytes, got 4"});
 }
 
+TEST(Buffer, FromSpansArraysAndLists) {
+  std::array<int16_t, 3> arr{1, -2, 3};
+  std::vector<int16_t> vec{4, 5, 6};
+  Shape s(DType::kI16, {3});
+  EXPECT_EQ(must(must(cpu().buffer(s, arr)).to_host<int16_t>()), (std::vector<int16_t>{1, -2, 3}));
+  EXPECT_EQ(must(must(cpu().buffer(s, std::span<const int16_t>(vec))).to_host<int16_t>()), vec);
+  EXPECT_EQ(must(must(cpu().buffer<int16_t>(s, {7, 8, 9})).to_host<int16_t>()), (std::vector<int16_t>{7, 8, 9}));
+  Buffer empty = must(cpu().buffer(Shape(DType::kF32, {0, 3}), std::vector<float>{}));
+  EXPECT_EQ(empty.byte_size(), 0u);
+  EXPECT_TRUE(must(empty.to_host<float>()).empty());
+}
+
+TEST(Executable, RankZeroAndZeroSizedTensors) {
+  auto exe = must(compile_fn(cpu(), [](Tensor s, Tensor e) { return std::make_tuple(s * s + 1.0, e * 2.0); },
+                             Shape(DType::kF64), Shape(DType::kF32, {0, 16})));
+  Buffer s = must(cpu().scalar(3.0));
+  Buffer e = must(cpu().buffer(Shape(DType::kF32, {0, 16}), std::vector<float>{}));
+  auto [sq, ee] = must(exe.call(s, e));
+  EXPECT_EQ(sq.shape(), Shape(DType::kF64));
+  EXPECT_EQ(must(sq.to_host<double>()), std::vector<double>{10.0});
+  EXPECT_EQ(ee.shape(), Shape(DType::kF32, {0, 16}));
+  EXPECT_TRUE(must(ee.to_host<float>()).empty());
+}
+
 TEST(Buffer, MoveOnlyOwnership) {
   Buffer a = must(cpu().buffer(f32({3}), std::vector<float>{1, 2, 3}));
   void* p = a.device_ptr();

@@ -3,6 +3,7 @@
 // Cheap to copy (shares the backend); every method is thread-safe.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <span>
 #include <string>
@@ -34,6 +35,10 @@ class Platform {
   Result<Buffer> buffer(const Shape& shape, std::span<const T> data) const;
   template <class T>
   Result<Buffer> buffer(const Shape& shape, const std::vector<T>& data) const {
+    return buffer(shape, std::span<const T>(data));
+  }
+  template <class T, size_t N>
+  Result<Buffer> buffer(const Shape& shape, const std::array<T, N>& data) const {
     return buffer(shape, std::span<const T>(data));
   }
   template <class T>
