@@ -1,0 +1,212 @@
+// Shared helpers of the op numerics tests (ops_*_test.cc): host data in
+// every dtype (raw bits for bool / f16 / bf16), a run() that compiles, calls and
+// decodes, and the comparison of decoded values with a dtype-aware tolerance.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "radix/core/half.h"
+#include "test_util.h"
+
+namespace radix {
+namespace {
+
+// Host values are carried as `long double` (exact for every i64 / u64 on the
+// platforms we build for), encoded to each dtype's host type on the way in
+// (uint8_t for bool, uint16_t raw bits for f16 / bf16) and decoded on the way out.
+using Val = long double;
+using Vals = std::vector<Val>;
+using radix::testing::all_close;
+using radix::testing::cpu;
+using radix::testing::must;
+
+// Calls f.template operator()<T>() with T the host type of dtype d.
+template <class F>
+decltype(auto) with_host_type(DType d, F&& f) {
+  switch (d) {
+    case DType::kBool: case DType::kU8: return f.template operator()<uint8_t>();
+    case DType::kI8: return f.template operator()<int8_t>();
+    case DType::kI16: return f.template operator()<int16_t>();
+    case DType::kI32: return f.template operator()<int32_t>();
+    case DType::kI64: return f.template operator()<int64_t>();
+    case DType::kU16: case DType::kF16: case DType::kBF16: return f.template operator()<uint16_t>();
+    case DType::kU32: return f.template operator()<uint32_t>();
+    case DType::kU64: return f.template operator()<uint64_t>();
+    case DType::kF32: return f.template operator()<float>();
+    case DType::kF64: return f.template operator()<double>();
+  }
+  throw std::logic_error("unknown dtype");
+}
+
+// The nearest value of float dtype d (identity for other dtypes).
+Val quantize(DType d, Val v) {
+  switch (d) {
+    case DType::kF16: return f16_to_float(float_to_f16(static_cast<float>(v)));
+    case DType::kBF16: return bf16_to_float(float_to_bf16(static_cast<float>(v)));
+    case DType::kF32: return static_cast<float>(v);
+    case DType::kF64: return static_cast<double>(v);
+    default: return v;
+  }
+}
+Vals quantize(DType d, Vals v) {
+  for (Val& x : v) x = quantize(d, x);
+  return v;
+}
+
+// Integer dtypes: v reduced modulo 2^bits into d's range (C++ conversion rules);
+// bool: v != 0; floats: quantize.
+Val wrap(DType d, Val v) {
+  if (is_float(d)) return quantize(d, v);
+  if (is_bool(d)) return v != 0 ? 1 : 0;
+  return with_host_type(d, [&]<class T>() -> Val {
+    T t = v < 0 ? static_cast<T>(static_cast<int64_t>(v)) : static_cast<T>(static_cast<uint64_t>(v));
+    return static_cast<Val>(t);
+  });
+}
+
+Buffer to_device(const Shape& s, const Vals& v) {
+  const DType d = s.dtype();
+  return with_host_type(d, [&]<class T>() {
+    std::vector<T> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (d == DType::kF16) h[i] = static_cast<T>(float_to_f16(static_cast<float>(v[i])));
+      else if (d == DType::kBF16) h[i] = static_cast<T>(float_to_bf16(static_cast<float>(v[i])));
+      else if (d == DType::kBool) h[i] = static_cast<T>(v[i] != 0);
+      else h[i] = static_cast<T>(v[i]);
+    }
+    return must(cpu().buffer(s, h));
+  });
+}
+
+Vals to_host(const Buffer& b) {
+  const DType d = b.dtype();
+  return with_host_type(d, [&]<class T>() {
+    std::vector<T> h = must(b.to_host<T>());
+    Vals v(h.size());
+    for (size_t i = 0; i < h.size(); ++i) {
+      if (d == DType::kF16) v[i] = f16_to_float(static_cast<uint16_t>(h[i]));
+      else if (d == DType::kBF16) v[i] = bf16_to_float(static_cast<uint16_t>(h[i]));
+      else v[i] = static_cast<Val>(h[i]);
+    }
+    return v;
+  });
+}
+
+// Compile options for run(); ScalarLoops clears .compile.vectorize to check
+// the plain-loop path too.
+CompileFnOptions g_opts;
+// While alive, run() compiles without the vectorizing schedule (plain loops).
+struct ScalarLoops {
+  ScalarLoops() { g_opts.compile.vectorize = false; }
+  ~ScalarLoops() { g_opts.compile.vectorize = true; }
+};
+
+// Compiled outputs: values (decoded) and the signature's output shapes.
+struct Outs {
+  std::vector<Vals> values;
+  std::vector<Shape> shapes;
+};
+
+// Compiles fn for `shapes`, runs it on `inputs` (one Vals per shape) and
+// returns every output. fn returns a Tensor or a std::vector<Tensor>.
+template <class Fn, class... S>
+Outs run(Fn fn, const std::vector<Vals>& inputs, const S&... shapes) {
+  auto exe = compile_fn(cpu(), g_opts, fn, shapes...);
+  if (!exe.ok()) {
+    ADD_FAILURE() << "compile failed: " << exe.status().to_string();
+    throw std::runtime_error(exe.status().to_string());
+  }
+  const std::vector<Shape> sh{shapes...};
+  std::vector<Buffer> bufs;
+  for (size_t i = 0; i < sh.size(); ++i) bufs.push_back(to_device(sh[i], inputs.at(i)));
+  auto res = [&]<size_t... I>(std::index_sequence<I...>) {
+    return must(exe->call(bufs[I]...));
+  }(std::index_sequence_for<S...>{});
+  Outs o;
+  o.shapes = exe->executable().signature().outputs;
+  if constexpr (std::is_same_v<decltype(res), Buffer>) {
+    o.values.push_back(to_host(res));
+  } else {
+    for (const Buffer& b : res) o.values.push_back(to_host(b));
+  }
+  return o;
+}
+
+// Integers and bools: exact. Floats: |got - want| <= atol + rtol * |want|
+// (NaN matches NaN; an infinity must match exactly).
+::testing::AssertionResult close(const Vals& got, const Vals& want, DType d, double rtol = 0, double atol = 0) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
+  if (!is_float(d)) {
+    for (size_t i = 0; i < got.size(); ++i)
+      if (got[i] != want[i])
+        return ::testing::AssertionFailure() << dtype_name(d) << " element " << i << ": got " << got[i] << ", want "
+                                             << want[i] << " (exact)";
+    return ::testing::AssertionSuccess();
+  }
+  std::vector<double> g, w;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isinf(want[i]) || std::isinf(got[i])) {
+      if (got[i] != want[i])
+        return ::testing::AssertionFailure() << dtype_name(d) << " element " << i << ": got " << got[i]
+                                             << ", want " << want[i];
+      continue;
+    }
+    g.push_back(static_cast<double>(got[i]));
+    w.push_back(static_cast<double>(want[i]));
+  }
+  auto r = all_close(g, w, rtol, atol);
+  if (!r) return r << " [" << dtype_name(d) << ", finite elements only]";
+  return r;
+}
+
+Vals rand_vals(size_t n, double lo, double hi, uint32_t seed) {
+  std::vector<double> v = radix::testing::random_vec<double>(n, lo, hi, seed);
+  return Vals(v.begin(), v.end());
+}
+
+// Unit roundoff-ish epsilon of a float dtype (spacing of values in [1, 2)).
+double eps(DType d) {
+  switch (d) {
+    case DType::kF16: return 0x1p-10;
+    case DType::kBF16: return 0x1p-7;
+    case DType::kF32: return 0x1p-23;
+    default: return 0x1p-52;
+  }
+}
+
+// Row-major strides of dims.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+int64_t count_of(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+// Multi-index of linear index `lin` in dims.
+std::vector<int64_t> unravel(int64_t lin, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> idx(dims.size());
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    idx[i] = lin % dims[i];
+    lin /= dims[i];
+  }
+  return idx;
+}
+Shape shape_of(DType d, std::vector<int64_t> dims, std::vector<Tag> tags = {}) {
+  if (tags.empty()) return Shape(d, std::span<const int64_t>(dims));
+  return Shape(d, std::span<const int64_t>(dims), std::span<const Tag>(tags));
+}
+
+}  // namespace
+}  // namespace radix
