@@ -26,6 +26,9 @@ struct CompileStats {
   double lower_ms = 0;  // pass pipelines (incl. schedule)
   double jit_ms = 0;    // LLVM optimization + machine code
   double total_ms = 0;
+  // True if the vectorizing schedule was rejected and plain loops compiled
+  // instead (a warning is printed too).
+  bool schedule_fell_back = false;
   std::string summary() const;
 };
 

@@ -191,6 +191,7 @@ class CpuBackend : public Backend {
       scalar.vectorize = false;
       module = mlir::OwningOpRef<mlir::ModuleOp>(traced.module().clone());
       st = run_cpu_lowering(*module, scalar, dumper, on_stage);
+      stats.schedule_fell_back = true;
     }
     if (!st.ok()) return st;
     stats.lower_ms = ms_since(t0);
