@@ -60,13 +60,9 @@ CompilationContext::CompilationContext(const TraceOptions& options)
   impl_->module = mlir::ModuleOp::create(l, llvm::StringRef(options_.name));
 }
 
-CompilationContext::~CompilationContext() {
-  // A context destroyed while active would leave a dangling current().
-  if (g_current == this) {
-    g_current = g_stack.empty() ? nullptr : g_stack.back();
-    if (!g_stack.empty()) g_stack.pop_back();
-  }
-}
+// An Activation must end before its context is destroyed (it is scoped
+// inside the context's lifetime); the activation stack is left to it.
+CompilationContext::~CompilationContext() = default;
 
 CompilationContext* CompilationContext::current() { return g_current; }
 
