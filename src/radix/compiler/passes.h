@@ -19,6 +19,10 @@ std::unique_ptr<mlir::Pass> create_results_to_destinations_pass();
 // places two results' computations in one destination buffer.
 std::unique_ptr<mlir::Pass> create_untie_shared_inits_pass();
 
+// "radix-math-approximation": f32 exp / log / tanh / ... become polynomial
+// approximations that stay vectorized (instead of one libm call per lane).
+std::unique_ptr<mlir::Pass> create_math_approximation_pass();
+
 // Registers the passes above with MLIR's textual pipeline parser (idempotent).
 void register_radix_passes();
 

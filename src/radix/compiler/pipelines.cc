@@ -27,7 +27,7 @@ const PipelineStage kStages[] = {
     {"lower",
      "convert-vector-to-scf{full-unroll},convert-linalg-to-loops,"
      "expand-strided-metadata,lower-affine,"
-     "func.func(math-extend-to-supported-types,"
+     "func.func(math-extend-to-supported-types),radix-math-approximation,func.func("
      "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32},"
      "arith-expand{include-bf16=true}),"
      "convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,"
@@ -110,11 +110,16 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CompileOptions& options, St
         RADIX_RETURN_IF_ERROR(apply_schedule(module, script));
       }
     } else {
+      std::string pipeline = stage.pipeline;
+      if (!options.approximate_math) {  // the one optional pass of the stage table
+        const std::string opt = "radix-math-approximation,";
+        if (auto at = pipeline.find(opt); at != std::string::npos) pipeline.erase(at, opt.size());
+      }
       mlir::PassManager pm = mlir::PassManager::on<mlir::ModuleOp>(ctx);
-      if (mlir::failed(mlir::parsePassPipeline(stage.pipeline, pm, llvm::errs())))
-        return compile_error("stage '" + name + "': pass pipeline does not parse: " + stage.pipeline);
+      if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, llvm::errs())))
+        return compile_error("stage '" + name + "': pass pipeline does not parse: " + pipeline);
       if (mlir::failed(pm.run(module)))
-        return compile_error("stage '" + name + "' (" + stage.pipeline + ") failed:\n" + diags.text());
+        return compile_error("stage '" + name + "' (" + pipeline + ") failed:\n" + diags.text());
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (on_stage) on_stage(name, ms);
