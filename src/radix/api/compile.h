@@ -111,8 +111,8 @@ void collect_buffers(const T& obj, std::vector<const Buffer*>& out) {
   walk(c, const_cast<T&>(obj), "");
 }
 
-// The untyped core shared by every typed executable: the compiled program,
-// the output layout, and the number of model buffers.
+// The untyped core shared by every typed executable: the compiled program and
+// the layout of its results (the sizes of any vectors among them).
 struct TypedCore {
   Executable exe;
   std::vector<size_t> result_vector_sizes;
