@@ -41,9 +41,10 @@ const char* kUsage =
     "  --iters N        timed calls after the first (default 100)\n"
     "  --seed N         weight / input seed (default 1234)\n"
     "  --dump STAGES    print IR stages, comma separated: traced, dps, fuse,\n"
-    "                   schedule-script, schedule, bufferize, lower, llvm-ir, or all\n"
+    "                   schedule-script, schedule, bufferize, math, lower, llvm-ir, or all\n"
     "  --dump-dir DIR   write the dumps into DIR instead of standard error\n"
     "  --no-vectorize   skip the tiling + vectorization schedule (scalar loops)\n"
+    "  --libm-math      f32 exp/log/tanh through libm instead of polynomial approximations\n"
     "  --verbose        per-stage compile progress\n";
 
 struct ExampleArgs {
@@ -98,6 +99,7 @@ bool parse_example(int argc, char** argv, ExampleArgs* a, std::string* err) {
       a->compile.dump_dir = v;
       ++i;
     } else if (f == "--no-vectorize") a->compile.vectorize = false;
+    else if (f == "--libm-math") a->compile.approximate_math = false;
     else if (f == "--verbose") a->compile.verbose = true;
     else { *err = "unknown option '" + f + "'"; return false; }
   }

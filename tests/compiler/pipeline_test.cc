@@ -26,7 +26,7 @@ std::string read_file(const fs::path& p) {
 TEST(Pipeline, StagesAreNamedInOrder) {
   std::vector<std::string> names;
   for (const auto& s : cpu_pipeline_stages()) names.push_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"dps", "fuse", "schedule", "bufferize", "lower"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"dps", "fuse", "schedule", "bufferize", "math", "lower"}));
   EXPECT_TRUE(is_known_stage("llvm-ir"));
   EXPECT_TRUE(is_known_stage("traced"));
   EXPECT_FALSE(is_known_stage("optimize"));
@@ -46,7 +46,7 @@ TEST(Pipeline, DumpsEveryStageToAFolder) {
     files[name.substr(3)] = read_file(e.path());  // strip the "NN-" order prefix
   }
   for (const char* f : {"traced.mlir", "dps.mlir", "fuse.mlir", "schedule-script.mlir", "schedule.mlir",
-                        "bufferize.mlir", "lower.mlir", "llvm-ir.ll"})
+                        "bufferize.mlir", "math.mlir", "lower.mlir", "llvm-ir.ll"})
     EXPECT_TRUE(files.count(f)) << "missing dump " << f;
   // Each stage leaves the IR where it says.
   EXPECT_NE(files["traced.mlir"].find("linalg.generic"), std::string::npos);
@@ -62,6 +62,9 @@ TEST(Pipeline, DumpsEveryStageToAFolder) {
   EXPECT_NE(files["schedule.mlir"].find("vector<16xf32>"), std::string::npos) << files["schedule.mlir"];
   EXPECT_NE(files["bufferize.mlir"].find("memref<32x64xf32>"), std::string::npos);
   EXPECT_EQ(files["bufferize.mlir"].find("tensor<"), std::string::npos);
+  // exp became a polynomial (no math.exp left) before lowering.
+  EXPECT_EQ(files["math.mlir"].find("math.exp"), std::string::npos) << files["math.mlir"];
+  EXPECT_NE(files["bufferize.mlir"].find("math.exp"), std::string::npos);
   EXPECT_NE(files["lower.mlir"].find("llvm.func @_mlir_ciface_main"), std::string::npos);
   EXPECT_NE(files["llvm-ir.ll"].find("define void @_mlir_ciface_main"), std::string::npos);
   fs::remove_all(dir);

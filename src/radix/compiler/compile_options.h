@@ -18,7 +18,7 @@ struct VectorIsa {
 struct CompileOptions {
   // Stages to print: "traced" (as emitted), any pipeline stage name
   // (see compiler/pipelines.h: "dps", "fuse", "schedule", "bufferize",
-  // "lower"), "schedule-script" (the generated transform script), "llvm-ir"
+  // "math", "lower"), "schedule-script" (the generated transform script), "llvm-ir"
   // (optimized LLVM IR), or "all".
   std::vector<std::string> dump;
   // Where dumps go: empty = standard error; otherwise a folder that receives

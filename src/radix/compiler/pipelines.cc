@@ -24,10 +24,11 @@ const PipelineStage kStages[] = {
      "eliminate-empty-tensors,"
      "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
      "buffer-deallocation-pipeline,canonicalize,cse"},
+    {"math", "func.func(math-extend-to-supported-types),radix-math-approximation"},
     {"lower",
      "convert-vector-to-scf{full-unroll},convert-linalg-to-loops,"
      "expand-strided-metadata,lower-affine,"
-     "func.func(math-extend-to-supported-types),radix-math-approximation,func.func("
+     "func.func(math-extend-to-supported-types,"
      "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32},"
      "arith-expand{include-bf16=true}),"
      "convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,"
@@ -110,11 +111,8 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CompileOptions& options, St
         RADIX_RETURN_IF_ERROR(apply_schedule(module, script));
       }
     } else {
-      std::string pipeline = stage.pipeline;
-      if (!options.approximate_math) {  // the one optional pass of the stage table
-        const std::string opt = "radix-math-approximation,";
-        if (auto at = pipeline.find(opt); at != std::string::npos) pipeline.erase(at, opt.size());
-      }
+      if (name == "math" && !options.approximate_math) continue;
+      const std::string pipeline = stage.pipeline;
       mlir::PassManager pm = mlir::PassManager::on<mlir::ModuleOp>(ctx);
       if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, llvm::errs())))
         return compile_error("stage '" + name + "': pass pipeline does not parse: " + pipeline);

@@ -5,8 +5,9 @@
 //   fuse       linalg-fuse-elementwise-ops, canonicalize, cse, radix-untie-shared-inits
 //   schedule   transform-dialect tiling + vectorization (compiler/schedule.h)
 //   bufferize  eliminate-empty-tensors, one-shot-bufferize, buffer deallocation
-//   lower      vector/linalg/scf/math/arith/memref/func -> LLVM dialect (with
-//              radix-math-approximation unless CompileOptions::approximate_math is off)
+//   math       radix-math-approximation: f32 exp/log/tanh/... as polynomials
+//              (skipped when CompileOptions::approximate_math is off)
+//   lower      vector/linalg/scf/math/arith/memref/func -> LLVM dialect
 //
 // Then the backend translates to LLVM IR ("llvm-ir"), optimizes it and JITs it.
 #pragma once
