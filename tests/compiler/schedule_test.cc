@@ -101,6 +101,40 @@ TEST(Schedule, OddShapesFallBackToLoops) {
   }
 }
 
+// Attention-style batched contraction q[b,s,d] . k[b,t,d] -> [b,s,t]: the
+// emitter canonicalizes it to a transpose + linalg.batch_matmul, which the
+// schedule tiles per batch and vectorizes on every ISA.
+TEST(Schedule, BatchedContractionOnEveryIsa) {
+  const int64_t Bn = 3, S = 32, T = 48, D = 40;
+  Shape qs(DType::kF32, {Bn, S, D}, {"b", "s", "d"}), ks(DType::kF32, {Bn, T, D}, {"b", "t", "d"});
+  std::vector<float> q = testing::random_vec<float>(size_t(Bn * S * D), -1, 1, 21);
+  std::vector<float> k = testing::random_vec<float>(size_t(Bn * T * D), -1, 1, 22);
+  std::vector<float> want(size_t(Bn * S * T));
+  for (int64_t b = 0; b < Bn; ++b)
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t j = 0; j < T; ++j) {
+        double acc = 0;
+        for (int64_t d = 0; d < D; ++d) acc += double(q[size_t((b * S + i) * D + d)]) * k[size_t((b * T + j) * D + d)];
+        want[size_t((b * S + i) * T + j)] = static_cast<float>(acc);
+      }
+  for (const IsaCase& c : kIsas) {
+    fs::path dir = fs::temp_directory_path() / ("radix-bmm-" + std::to_string(::getpid()) + "-" + c.name);
+    fs::remove_all(dir);
+    CompileFnOptions o;
+    o.compile.schedule_isa = c.isa;
+    o.compile.dump = {"traced", "schedule"};
+    o.compile.dump_dir = dir.string();
+    auto exe = must(compile_fn(cpu(), o, [](Tensor a, Tensor b) { return dot(a, b, "d"); }, qs, ks));
+    EXPECT_EQ(exe.executable().signature().outputs[0].to_string(), "f32[b=3,s=32,t=48]");
+    Buffer out = must(exe.call(must(cpu().buffer(qs, q)), must(cpu().buffer(ks, k))));
+    // f32 sums of 40 products of values in [-1, 1] vs a double reference.
+    EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-5, 1e-5)) << c.name;
+    EXPECT_NE(slurp_stage(dir, "traced.mlir").find("linalg.batch_matmul"), std::string::npos) << c.name;
+    EXPECT_NE(slurp_stage(dir, "schedule.mlir").find("vector.fma"), std::string::npos) << c.name;
+    fs::remove_all(dir);
+  }
+}
+
 TEST(Schedule, InvalidIsaOverrideIsAnError) {
   CompileFnOptions o;
   o.compile.schedule_isa = {12, 16};

@@ -1,6 +1,8 @@
 #include "radix/compiler/schedule.h"
 
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include "llvm/TargetParser/Host.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -116,6 +118,24 @@ bool feeds_only_packed_matmuls(mlir::linalg::FillOp fill, const VectorIsa& isa) 
   return true;
 }
 
+// Register tile (tm rows x tn columns) of an M x N matmul output: tn up to two
+// vectors and dividing N, tm dividing M with at most kMaxAccumulatorShare of
+// the registers as accumulators. None when N has no divisor of 4 or more.
+std::optional<std::pair<int64_t, int64_t>> register_tile(int64_t M, int64_t N, const VectorIsa& isa) {
+  const int64_t lanes = isa.f32_lanes;
+  const int64_t tn = largest_divisor(N, {2 * lanes, lanes, lanes / 2, 4});
+  if (N % tn != 0 || tn < 4) return std::nullopt;
+  const int64_t vectors_per_row = (tn + lanes - 1) / lanes;
+  const auto max_acc = static_cast<int64_t>(kMaxAccumulatorShare * static_cast<double>(isa.registers));
+  int64_t tm = 1;
+  for (int64_t c : {8, 6, 4, 3, 2, 1})
+    if (M % c == 0 && c * vectors_per_row <= max_acc) {
+      tm = c;
+      break;
+    }
+  return std::make_pair(tm, tn);
+}
+
 // Packs B/C into panels (see the knobs above), tiles, and vectorizes.
 void emit_packed_matmul(std::ostringstream& body, const std::string& id, const VectorIsa& isa) {
   const int64_t panel = kPanelVectors * isa.f32_lanes;
@@ -214,20 +234,12 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
         return;
       }
       const int64_t M = ranges[0], N = ranges[1], K = ranges[2];
-      const int64_t lanes = isa.f32_lanes;
-      const int64_t tn = largest_divisor(N, {2 * lanes, lanes, lanes / 2, 4});
-      if (N % tn != 0 || tn < 4) {
+      auto tile = register_tile(M, N, isa);
+      if (!tile) {
         ++sum.skipped;
         return;
       }
-      const int64_t vectors_per_row = (tn + lanes - 1) / lanes;
-      const auto max_acc = static_cast<int64_t>(kMaxAccumulatorShare * static_cast<double>(isa.registers));
-      int64_t tm = 1;
-      for (int64_t c : {8, 6, 4, 3, 2, 1})
-        if (M % c == 0 && c * vectors_per_row <= max_acc) {
-          tm = c;
-          break;
-        }
+      const auto [tm, tn] = *tile;
       match();
       std::string cur = id;
       if (M % kSmallBlockM == 0 && N % kSmallBlockN == 0 && K % kSmallBlockK == 0 && M * N * K >= kPackMinVolume &&
@@ -238,6 +250,24 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
       }
       emit_tile(body, cur, id + "r", {tm, tn, 0});
       emit_tile(body, id + "r", id + "s", {0, 0, 1});
+      body << "    transform.structured.vectorize %" << id << "s {create_named_contraction} : !transform.any_op\n";
+      ++sum.matmuls;
+      return;
+    }
+
+    if (auto bmm = llvm::dyn_cast<mlir::linalg::BatchMatmulOp>(op.getOperation())) {
+      // One batch at a time through the same register tiles as a matmul; the
+      // unit batch dim of the vector.contract is cast away before lowering.
+      mlir::Type et = llvm::cast<mlir::ShapedType>(bmm->getResult(0).getType()).getElementType();
+      auto tile = register_tile(ranges[1], ranges[2], isa);
+      if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et) || bmm.hasUserDefinedMaps() || !tile) {
+        ++sum.skipped;
+        return;
+      }
+      const auto [tm, tn] = *tile;
+      match();
+      emit_tile(body, id, id + "r", {1, tm, tn, 0});
+      emit_tile(body, id + "r", id + "s", {0, 0, 0, 1});
       body << "    transform.structured.vectorize %" << id << "s {create_named_contraction} : !transform.any_op\n";
       ++sum.matmuls;
       return;

@@ -10,9 +10,11 @@
 //  * other matmuls: optional L2 blocking as above without packing, then
 //    tm x tn register tiles sized to the host's vector registers (8 x 32 on
 //    AVX-512, 6/4 x 16 on AVX2) with K steps of 1.
+//  * linalg.batch_matmul (every batched dot_general is canonicalized to one):
+//    batch tiles of 1, then the matmul register tiles and K steps of 1.
 //  * elementwise linalg.generic / linalg.fill: the innermost dim tiled by the
 //    vector width (16, 8 or 4 lanes), the others by 1, then vectorized.
-//  * everything else (reductions, general contractions): left to scalar loops.
+//  * everything else (reductions, ops on bools): left to scalar loops.
 #pragma once
 
 #include <string>

@@ -1,6 +1,6 @@
-// Contractions. Plain 2-D and batched 3-D matrix products become the named
-// linalg.matmul / linalg.batch_matmul (the CPU backend's tuned schedules
-// match those); every other contraction becomes a linalg.generic.
+// Contractions. Every dot_general becomes transposes + reshapes around one
+// named linalg.matmul or linalg.batch_matmul, which the CPU backend's
+// schedule tiles and vectorizes.
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "radix/trace/emit_util.h"
@@ -86,52 +86,44 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& dd) {
     err(std::string("result axes clash: ") + e.what());
   }
 
+  // Canonical form (as XLA's dot decomposition): lhs -> [batch, lhs free,
+  // contract] -> [B, M, K], rhs -> [batch, contract, rhs free] -> [B, K, N],
+  // one linalg.batch_matmul (linalg.matmul when there is no batch axis), then
+  // [B, M, N] -> the result's dims. Transposes are skipped when the operand is
+  // already in order, reshapes are views: every contraction reaches the
+  // backend as one of the two named ops its schedule tiles and vectorizes.
+  auto product = [](const Tensor& t, const std::vector<int>& axes) {
+    int64_t p = 1;
+    for (int a : axes) p *= t.shape().dim(a);
+    return p;
+  };
+  const int64_t B = product(lhs, lb), M = product(lhs, lf), K = product(lhs, lc), N = product(rhs, rf);
+  auto concat = [](std::initializer_list<const std::vector<int>*> parts) {
+    Axes axes;
+    for (const auto* p : parts)
+      for (int a : *p) axes.push_back(a);
+    return axes;
+  };
+  Tensor L = transpose(lhs, concat({&lb, &lf, &lc}));
+  Tensor R = transpose(rhs, concat({&rb, &rc, &rf}));
+  const bool batched = nb > 0;
+  L = batched ? reshape(L, {B, M, K}) : reshape(L, {M, K});
+  R = batched ? reshape(R, {B, K, N}) : reshape(R, {K, N});
+  Shape mm_shape = batched ? Shape(lhs.dtype(), {B, M, N}) : Shape(lhs.dtype(), {M, N});
+
   mlir::OpBuilder& b = ctx.builder();
   mlir::MLIRContext* mctx = &ctx.mlir_context();
   mlir::Location l = ctx.loc();
-  DType d = lhs.dtype();
-  Value zero = scalar_constant(b, l, d, 0);
-  Value acc = mlir::linalg::FillOp::create(b, l, mlir::ValueRange{zero}, mlir::ValueRange{empty_tensor(ctx, out)})
+  Value zero = scalar_constant(b, l, lhs.dtype(), 0);
+  Value acc = mlir::linalg::FillOp::create(b, l, mlir::ValueRange{zero}, mlir::ValueRange{empty_tensor(ctx, mm_shape)})
                   .getResult(0);
-  auto out_t = tensor_type(mctx, out);
-  Value A = value_of(lhs), B = value_of(rhs);
-
-  // Named forms: [m,k]x[k,n] and [b,m,k]x[b,k,n].
-  if (nb == 0 && nc == 1 && lhs.rank() == 2 && rhs.rank() == 2 && lc[0] == 1 && rc[0] == 0)
-    return wrap(ctx, mlir::linalg::MatmulOp::create(b, l, mlir::TypeRange{out_t}, mlir::ValueRange{A, B},
-                                                    mlir::ValueRange{acc}).getResult(0), out);
-  if (nb == 1 && nc == 1 && lhs.rank() == 3 && rhs.rank() == 3 && lb[0] == 0 && rb[0] == 0 && lc[0] == 2 &&
-      rc[0] == 1)
-    return wrap(ctx, mlir::linalg::BatchMatmulOp::create(b, l, mlir::TypeRange{out_t}, mlir::ValueRange{A, B},
-                                                         mlir::ValueRange{acc}).getResult(0), out);
-
-  // Loops: [batch..., lhs free..., rhs free..., contract...].
-  const unsigned n_loops = static_cast<unsigned>(nb + lf.size() + rf.size() + nc);
-  auto dim = [&](size_t i) { return mlir::getAffineDimExpr(static_cast<unsigned>(i), mctx); };
-  llvm::SmallVector<mlir::AffineExpr> le(static_cast<size_t>(lhs.rank())), re(static_cast<size_t>(rhs.rank())), oe;
-  for (size_t k = 0; k < nb; ++k) { le[static_cast<size_t>(lb[k])] = dim(k); re[static_cast<size_t>(rb[k])] = dim(k); }
-  for (size_t j = 0; j < lf.size(); ++j) le[static_cast<size_t>(lf[j])] = dim(nb + j);
-  for (size_t j = 0; j < rf.size(); ++j) re[static_cast<size_t>(rf[j])] = dim(nb + lf.size() + j);
-  for (size_t k = 0; k < nc; ++k) {
-    size_t loop = nb + lf.size() + rf.size() + k;
-    le[static_cast<size_t>(lc[k])] = dim(loop);
-    re[static_cast<size_t>(rc[k])] = dim(loop);
-  }
-  for (size_t i = 0; i < nb + lf.size() + rf.size(); ++i) oe.push_back(dim(i));
-  llvm::SmallVector<mlir::AffineMap> maps = {mlir::AffineMap::get(n_loops, 0, le, mctx),
-                                             mlir::AffineMap::get(n_loops, 0, re, mctx),
-                                             mlir::AffineMap::get(n_loops, 0, oe, mctx)};
-  llvm::SmallVector<mlir::utils::IteratorType> iters(n_loops - nc, mlir::utils::IteratorType::parallel);
-  iters.append(nc, mlir::utils::IteratorType::reduction);
-  auto g = mlir::linalg::GenericOp::create(
-      b, l, mlir::TypeRange{out_t}, mlir::ValueRange{A, B}, mlir::ValueRange{acc}, maps, iters,
-      [&](mlir::OpBuilder& nb2, mlir::Location nl, mlir::ValueRange v) {
-        Value r;
-        if (is_float(d)) r = mlir::arith::AddFOp::create(nb2, nl, v[2], mlir::arith::MulFOp::create(nb2, nl, v[0], v[1]));
-        else r = mlir::arith::AddIOp::create(nb2, nl, v[2], mlir::arith::MulIOp::create(nb2, nl, v[0], v[1]));
-        mlir::linalg::YieldOp::create(nb2, nl, r);
-      });
-  return wrap(ctx, g.getResult(0), out);
+  auto mm_t = tensor_type(mctx, mm_shape);
+  llvm::SmallVector<Value, 2> ins = {value_of(L), value_of(R)};  // ValueRange must not view a temporary
+  Value prod = batched ? mlir::linalg::BatchMatmulOp::create(b, l, mlir::TypeRange{mm_t}, ins, mlir::ValueRange{acc})
+                             .getResult(0)
+                       : mlir::linalg::MatmulOp::create(b, l, mlir::TypeRange{mm_t}, ins, mlir::ValueRange{acc})
+                             .getResult(0);
+  return reshape(wrap(ctx, prod, mm_shape), out.dims(), out.tags());
 }
 
 Tensor dot(const Tensor& lhs, const Tensor& rhs, std::initializer_list<Tag> contract) {
