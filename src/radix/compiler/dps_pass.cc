@@ -60,17 +60,4 @@ std::unique_ptr<mlir::Pass> create_results_to_destinations_pass() {
   return std::make_unique<ResultsToDestinationsPass>();
 }
 
-void register_untie_shared_inits_pass();   // untie_inits_pass.cc
-void register_math_approximation_pass();  // math_approximation_pass.cc
-
-void register_radix_passes() {
-  static bool done = [] {
-    mlir::PassRegistration<ResultsToDestinationsPass>();
-    register_untie_shared_inits_pass();
-    register_math_approximation_pass();
-    return true;
-  }();
-  (void)done;
-}
-
 }  // namespace radix

@@ -50,12 +50,4 @@ struct MathApproximationPass
 
 std::unique_ptr<mlir::Pass> create_math_approximation_pass() { return std::make_unique<MathApproximationPass>(); }
 
-void register_math_approximation_pass() {
-  static bool done = [] {
-    mlir::PassRegistration<MathApproximationPass>();
-    return true;
-  }();
-  (void)done;
-}
-
 }  // namespace radix

@@ -61,12 +61,4 @@ struct UntieSharedInitsPass
 
 std::unique_ptr<mlir::Pass> create_untie_shared_inits_pass() { return std::make_unique<UntieSharedInitsPass>(); }
 
-void register_untie_shared_inits_pass() {
-  static bool done = [] {
-    mlir::PassRegistration<UntieSharedInitsPass>();
-    return true;
-  }();
-  (void)done;
-}
-
 }  // namespace radix
