@@ -29,6 +29,7 @@ double ms_since(Clock::time_point t0) {
 }
 
 constexpr size_t kAlign = 64;
+constexpr double kSlowCompileMs = 1000;  // compiles longer than this report their time
 
 // Runtime support the generated code may call. LLVM lowers float -> bfloat
 // truncation to these compiler-rt routines on CPUs without native bf16
@@ -232,6 +233,10 @@ class CpuBackend : public Backend {
     stats.total_ms = ms_since(t_start);
     log("jit %.2f ms; compiled %s in %.1f ms", stats.jit_ms, traced.signature().to_string().c_str(),
         stats.total_ms);
+    // Long compiles say so even when not verbose (as ZML does past a second).
+    if (!options.verbose && stats.total_ms > kSlowCompileMs)
+      std::fprintf(stderr, "[radix cpu] compiled %s in %.2f s (%s)\n", traced.name().c_str(), stats.total_ms / 1000,
+                   stats.summary().c_str());
     return std::unique_ptr<BackendExecutable>(
         new CpuExecutable(std::move(*engine), *sym, traced.signature(), stats));
   }
