@@ -135,6 +135,54 @@ TEST(Schedule, BatchedContractionOnEveryIsa) {
   }
 }
 
+// Row reductions (split into vector-wide partial results, then combined) and
+// column reductions (a vector of columns per step), f32 and i32, every ISA.
+TEST(Schedule, ReductionsVectorizeOnEveryIsa) {
+  const int64_t R = 24, C = 96;
+  Shape fs(DType::kF32, {R, C}), is(DType::kI32, {R, C});
+  std::vector<float> xf = testing::random_vec<float>(size_t(R * C), -4, 4, 31);
+  std::vector<int32_t> xi(xf.size());
+  for (size_t i = 0; i < xf.size(); ++i) xi[i] = static_cast<int32_t>(xf[i] * 1000);
+  for (const IsaCase& c : kIsas) {
+    fs::path dir = fs::temp_directory_path() / ("radix-red-" + std::to_string(::getpid()) + "-" + c.name);
+    fs::remove_all(dir);
+    CompileFnOptions o;
+    o.compile.schedule_isa = c.isa;
+    o.compile.dump = {"schedule-script"};
+    o.compile.dump_dir = dir.string();
+    auto exe = must(compile_fn(cpu(), o, [](Tensor f, Tensor i) {
+      return std::make_tuple(reduce_sum(f, {1}), reduce_max(f, {1}), reduce_sum(f, {0}), reduce_min(i, {1}),
+                             reduce_sum(i, {0}));
+    }, fs, is));
+    EXPECT_FALSE(exe.executable().stats().schedule_fell_back) << c.name;
+    const std::string script = slurp_stage(dir, "schedule-script.mlir");
+    EXPECT_NE(script.find("tile_reduction_using_for"), std::string::npos) << c.name;
+    fs::remove_all(dir);
+    auto [rsum, rmax, csum, imin, isum] = must(exe.call(must(cpu().buffer(fs, xf)), must(cpu().buffer(is, xi))));
+    std::vector<float> want_rsum(R, 0), want_rmax(R, -INFINITY), want_csum(C, 0);
+    std::vector<int32_t> want_imin(R, INT32_MAX), want_isum(C, 0);
+    std::vector<double> acc_r(R, 0), acc_c(C, 0);
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t k = 0; k < C; ++k) {
+        float v = xf[size_t(r * C + k)];
+        acc_r[size_t(r)] += v;
+        acc_c[size_t(k)] += v;
+        want_rmax[size_t(r)] = std::max(want_rmax[size_t(r)], v);
+        want_imin[size_t(r)] = std::min(want_imin[size_t(r)], xi[size_t(r * C + k)]);
+        want_isum[size_t(k)] += xi[size_t(r * C + k)];
+      }
+    for (int64_t r = 0; r < R; ++r) want_rsum[size_t(r)] = float(acc_r[size_t(r)]);
+    for (int64_t k = 0; k < C; ++k) want_csum[size_t(k)] = float(acc_c[size_t(k)]);
+    // Sums reassociate (partial sums per lane): f32 sums of <= 96 values of
+    // size <= 4 vs a double reference, atol 1e-4. Max / min / int sums: exact.
+    EXPECT_TRUE(testing::all_close(must(rsum.to_host<float>()), want_rsum, 1e-5, 1e-4)) << c.name;
+    EXPECT_TRUE(testing::all_close(must(csum.to_host<float>()), want_csum, 1e-5, 1e-4)) << c.name;
+    EXPECT_EQ(must(rmax.to_host<float>()), want_rmax) << c.name;
+    EXPECT_EQ(must(imin.to_host<int32_t>()), want_imin) << c.name;
+    EXPECT_EQ(must(isum.to_host<int32_t>()), want_isum) << c.name;
+  }
+}
+
 TEST(Schedule, InvalidIsaOverrideIsAnError) {
   CompileFnOptions o;
   o.compile.schedule_isa = {12, 16};

@@ -275,6 +275,55 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
 
     if (auto fill = llvm::dyn_cast<mlir::linalg::FillOp>(op.getOperation()); fill && feeds_only_packed_matmuls(fill, isa))
       return;  // folded into the packed matmul's accumulator
+    // Reductions (reduce_sum / max / min): one reduction loop, no bools.
+    if (llvm::isa<mlir::linalg::GenericOp>(op.getOperation()) && op.getNumReductionLoops() == 1 &&
+        op.getNumDpsInits() == 1 && !touches_bool(op)) {
+      llvm::SmallVector<mlir::utils::IteratorType> iters = op.getIteratorTypesArray();
+      const size_t n = iters.size();
+      size_t red = 0;
+      while (iters[red] != mlir::utils::IteratorType::reduction) ++red;
+      if (red + 1 == n) {
+        // Innermost reduction (row sums): rows one at a time, the row split
+        // into V partial sums (tile_reduction_using_for), combined at the end.
+        const int64_t v = largest_divisor(ranges.back(), kElementwiseWidths);
+        if (v >= 4 && ranges.back() >= 2 * v) {
+          match();
+          std::string cur = id;
+          if (n > 1) {
+            std::vector<int64_t> rows(n, 1);
+            rows.back() = 0;
+            emit_tile(body, id, id + "p", rows);
+            cur = id + "p";
+          }
+          std::vector<int64_t> split(n, 0);
+          split.back() = v;
+          body << "    %" << id << "f, %" << id << "s, %" << id << "c, %" << id
+               << "l = transform.structured.tile_reduction_using_for %" << cur << " by tile_sizes = "
+               << tile_list(split)
+               << " : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, "
+                  "!transform.any_op)\n"
+               << "    transform.structured.vectorize %" << id << "f : !transform.any_op\n"
+               << "    transform.structured.vectorize %" << id << "s : !transform.any_op\n"
+               << "    transform.structured.vectorize %" << id << "c : !transform.any_op\n";
+          ++sum.reductions;
+          return;
+        }
+      } else if (iters.back() == mlir::utils::IteratorType::parallel) {
+        // Innermost axis kept (column sums): V columns at a time, every other
+        // loop (the reduction included) one step at a time.
+        const int64_t v = largest_divisor(ranges.back(), kElementwiseWidths);
+        if (v >= 4) {
+          match();
+          std::vector<int64_t> sizes(n, 1);
+          sizes.back() = v;
+          emit_tile(body, id, id + "t", sizes);
+          body << "    transform.structured.vectorize %" << id << "t : !transform.any_op\n";
+          ++sum.reductions;
+          return;
+        }
+      }
+    }
+
     const bool elementwise = op.getNumReductionLoops() == 0 &&
                              (llvm::isa<mlir::linalg::GenericOp, mlir::linalg::FillOp>(op.getOperation()));
     if (elementwise && !touches_bool(op)) {

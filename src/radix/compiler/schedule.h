@@ -14,7 +14,10 @@
 //    batch tiles of 1, then the matmul register tiles and K steps of 1.
 //  * elementwise linalg.generic / linalg.fill: the innermost dim tiled by the
 //    vector width (16, 8 or 4 lanes), the others by 1, then vectorized.
-//  * everything else (reductions, ops on bools): left to scalar loops.
+//  * single-loop reductions: an innermost reduction is split into vector-wide
+//    partial results (tile_reduction_using_for) combined at the end; a
+//    reduction over an outer axis steps through a vector of columns.
+//  * everything else (multi-axis reductions, ops on bools): scalar loops.
 #pragma once
 
 #include <string>
@@ -30,6 +33,7 @@ struct ScheduleSummary {
   int matmuls = 0;      // matmuls given register tiles
   int packed = 0;       // ... of which with B packed into column panels
   int elementwise = 0;  // elementwise ops / fills vectorized
+  int reductions = 0;   // single-loop reductions vectorized
   int skipped = 0;      // ops left as scalar loops
 };
 
