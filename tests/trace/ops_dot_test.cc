@@ -228,3 +228,33 @@ TEST(Dot, MatmulBatchedAndRank1) {
 
 }  // namespace
 }  // namespace radix
+
+namespace radix {
+namespace {
+
+// f16 / bf16 dots accumulate in f32: 4096 products of 1 * f16(0.1) sum to
+// 409.5 (the f16 inputs' exact sum, representable in f16). Accumulating in
+// f16 would stall near 256, where 0.1 is below half an ulp.
+TEST(Dot, HalfPrecisionAccumulatesInF32) {
+  const int64_t K = 4096;
+  for (DType d : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(std::string(dtype_name(d)));
+    const uint16_t tenth = d == DType::kF16 ? float_to_f16(0.1f) : float_to_bf16(0.1f);
+    const uint16_t one = d == DType::kF16 ? float_to_f16(1.f) : float_to_bf16(1.f);
+    const double tenth_exact = d == DType::kF16 ? f16_to_float(tenth) : bf16_to_float(tenth);
+    Shape a(d, {2, K}), b(d, {K, 3});
+    auto exe = testing::must(compile_fn(testing::cpu(), [](Tensor x, Tensor y) { return matmul(x, y); }, a, b));
+    Buffer ab = testing::must(testing::cpu().buffer(a, std::vector<uint16_t>(size_t(2 * K), tenth)));
+    Buffer bb = testing::must(testing::cpu().buffer(b, std::vector<uint16_t>(size_t(K * 3), one)));
+    std::vector<uint16_t> got = testing::must(testing::must(exe.call(ab, bb)).to_host<uint16_t>());
+    const double want = K * tenth_exact;  // exact in double
+    for (uint16_t g : got) {
+      const double v = d == DType::kF16 ? f16_to_float(g) : bf16_to_float(g);
+      // One final rounding to the 16-bit type: half an ulp at 409.5 (f16 0.125, bf16 1).
+      EXPECT_NEAR(v, want, d == DType::kF16 ? 0.125 : 1.0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace radix

@@ -106,7 +106,8 @@ struct DotDims {
   Axes lhs_contract, rhs_contract;  // paired contracting axes
 };
 // General contraction. Result axes: batch axes (lhs order), then lhs free
-// axes, then rhs free axes; tags carry over. Operands share one dtype.
+// axes, then rhs free axes; tags carry over. Operands share one dtype; f16 /
+// bf16 products accumulate in f32 and round once to the operand dtype.
 Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& dims);
 // Tagged contraction: contracts the axes carrying the given tags in both
 // operands; every other tag present in both becomes a batching axis.

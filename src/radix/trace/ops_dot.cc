@@ -106,15 +106,20 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& dd) {
   };
   Tensor L = transpose(lhs, concat({&lb, &lf, &lc}));
   Tensor R = transpose(rhs, concat({&rb, &rc, &rf}));
+  // 16-bit floats multiply and accumulate in f32 (rounded once at the end),
+  // as XLA and cuBLAS do: summing K products in f16 loses most of the bits.
+  const DType acc_dtype = (lhs.dtype() == DType::kF16 || lhs.dtype() == DType::kBF16) ? DType::kF32 : lhs.dtype();
+  L = convert(L, acc_dtype);
+  R = convert(R, acc_dtype);
   const bool batched = nb > 0;
   L = batched ? reshape(L, {B, M, K}) : reshape(L, {M, K});
   R = batched ? reshape(R, {B, K, N}) : reshape(R, {K, N});
-  Shape mm_shape = batched ? Shape(lhs.dtype(), {B, M, N}) : Shape(lhs.dtype(), {M, N});
+  Shape mm_shape = batched ? Shape(acc_dtype, {B, M, N}) : Shape(acc_dtype, {M, N});
 
   mlir::OpBuilder& b = ctx.builder();
   mlir::MLIRContext* mctx = &ctx.mlir_context();
   mlir::Location l = ctx.loc();
-  Value zero = scalar_constant(b, l, lhs.dtype(), 0);
+  Value zero = scalar_constant(b, l, acc_dtype, 0);
   Value acc = mlir::linalg::FillOp::create(b, l, mlir::ValueRange{zero}, mlir::ValueRange{empty_tensor(ctx, mm_shape)})
                   .getResult(0);
   auto mm_t = tensor_type(mctx, mm_shape);
@@ -123,7 +128,7 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& dd) {
                              .getResult(0)
                        : mlir::linalg::MatmulOp::create(b, l, mlir::TypeRange{mm_t}, ins, mlir::ValueRange{acc})
                              .getResult(0);
-  return reshape(wrap(ctx, prod, mm_shape), out.dims(), out.tags());
+  return reshape(convert(wrap(ctx, prod, mm_shape), lhs.dtype()), out.dims(), out.tags());
 }
 
 Tensor dot(const Tensor& lhs, const Tensor& rhs, std::initializer_list<Tag> contract) {
