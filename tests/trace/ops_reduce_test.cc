@@ -203,3 +203,32 @@ TEST(Reduce, SharedInitMultiOutput) {
 
 }  // namespace
 }  // namespace radix
+
+namespace radix {
+namespace {
+
+// f16 / bf16 sums and means accumulate in f32: 4096 copies of f16(0.1) sum to
+// their exact total 409.5 (f16 accumulation would stall near 256), and the
+// mean is f16(0.1) itself.
+TEST(Reduce, HalfPrecisionAccumulatesInF32) {
+  for (DType d : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(std::string(dtype_name(d)));
+    const uint16_t tenth = d == DType::kF16 ? float_to_f16(0.1f) : float_to_bf16(0.1f);
+    auto decode = [d](uint16_t b) { return double(d == DType::kF16 ? f16_to_float(b) : bf16_to_float(b)); };
+    Shape s(d, {2, 4096});
+    auto exe = testing::must(compile_fn(testing::cpu(), [](Tensor x) {
+      return std::make_tuple(reduce_sum(x, {1}), reduce_mean(x, {1}));
+    }, s));
+    auto [sum, mean] = testing::must(exe.call(testing::must(testing::cpu().buffer(s, std::vector<uint16_t>(8192, tenth)))));
+    for (uint16_t g : testing::must(sum.to_host<uint16_t>()))
+      EXPECT_NEAR(decode(g), 4096 * decode(tenth), d == DType::kF16 ? 0.125 : 1.0);  // half an ulp at 409.5
+    for (uint16_t g : testing::must(mean.to_host<uint16_t>())) EXPECT_EQ(g, tenth);  // exact
+  }
+  // Errors still name the caller's shape.
+  auto bad = compile_fn(testing::cpu(), [](Tensor x) { return reduce_sum(x, {"q"}); }, Shape(DType::kF16, {4}, {"a"}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("f16[a=4]"), std::string::npos) << bad.status().message();
+}
+
+}  // namespace
+}  // namespace radix

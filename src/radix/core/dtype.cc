@@ -51,7 +51,7 @@ bool is_unsigned_int(DType d) {
 }
 bool host_type_matches(DType buffer, DType host) {
   return host == buffer || (buffer == DType::kBool && host == DType::kU8) ||
-         ((buffer == DType::kF16 || buffer == DType::kBF16) && host == DType::kU16);
+         (is_half_float(buffer) && host == DType::kU16);
 }
 
 bool is_integer(DType d) { return is_signed_int(d) || is_unsigned_int(d); }

@@ -34,6 +34,8 @@ bool is_integer(DType d);   // signed or unsigned, not bool
 bool is_signed_int(DType d);
 bool is_unsigned_int(DType d);
 inline bool is_bool(DType d) { return d == DType::kBool; }
+// f16 or bf16: stored as 16 raw bits on the host, accumulated in f32.
+inline bool is_half_float(DType d) { return d == DType::kF16 || d == DType::kBF16; }
 // Bit width of the value (bool = 1).
 int dtype_bits(DType d);
 

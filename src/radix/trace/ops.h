@@ -94,7 +94,8 @@ Tensor squeeze(const Tensor& x, const Axis& axis);
 struct ReduceOptions {
   bool keep_dims = false;  // keep reduced axes as size 1 (tags kept)
 };
-// Reduce over `axes` (indices or tags); empty axes = all axes.
+// Reduce over `axes` (indices or tags); empty axes = all axes. f16 / bf16
+// sums and means accumulate in f32 and round once.
 Tensor reduce_sum(const Tensor& x, const Axes& axes = {}, ReduceOptions opts = {});
 Tensor reduce_max(const Tensor& x, const Axes& axes = {}, ReduceOptions opts = {});
 Tensor reduce_min(const Tensor& x, const Axes& axes = {}, ReduceOptions opts = {});

@@ -108,7 +108,7 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& dd) {
   Tensor R = transpose(rhs, concat({&rb, &rc, &rf}));
   // 16-bit floats multiply and accumulate in f32 (rounded once at the end),
   // as XLA and cuBLAS do: summing K products in f16 loses most of the bits.
-  const DType acc_dtype = (lhs.dtype() == DType::kF16 || lhs.dtype() == DType::kBF16) ? DType::kF32 : lhs.dtype();
+  const DType acc_dtype = is_half_float(lhs.dtype()) ? DType::kF32 : lhs.dtype();
   L = convert(L, acc_dtype);
   R = convert(R, acc_dtype);
   const bool batched = nb > 0;

@@ -113,7 +113,16 @@ Tensor reduce(const char* op, const Tensor& x, const Axes& axes, ReduceOptions o
 }
 }  // namespace
 
-Tensor reduce_sum(const Tensor& x, const Axes& axes, ReduceOptions opts) { return reduce("reduce_sum", x, axes, opts, RK::kSum); }
+// Sums (and means) of 16-bit floats accumulate in f32 and round once, as
+// JAX does: a long f16 sum stalls once the total dwarfs each term.
+Tensor reduce_sum(const Tensor& x, const Axes& axes, ReduceOptions opts) {
+  context_for("reduce_sum", {&x});
+  if (is_half_float(x.dtype())) {
+    reduced_axes("reduce_sum", x, axes);  // errors name the caller's shape, not the f32 copy
+    return convert(reduce_sum(convert(x, DType::kF32), axes, opts), x.dtype());
+  }
+  return reduce("reduce_sum", x, axes, opts, RK::kSum);
+}
 Tensor reduce_max(const Tensor& x, const Axes& axes, ReduceOptions opts) { return reduce("reduce_max", x, axes, opts, RK::kMax); }
 Tensor reduce_min(const Tensor& x, const Axes& axes, ReduceOptions opts) { return reduce("reduce_min", x, axes, opts, RK::kMin); }
 
@@ -121,6 +130,7 @@ Tensor reduce_mean(const Tensor& x, const Axes& axes, ReduceOptions opts) {
   context_for("reduce_mean", {&x});
   require_float("reduce_mean", x);
   std::vector<bool> red = reduced_axes("reduce_mean", x, axes);
+  if (is_half_float(x.dtype())) return convert(reduce_mean(convert(x, DType::kF32), axes, opts), x.dtype());
   int64_t n = 1;
   for (int i = 0; i < x.rank(); ++i)
     if (red[static_cast<size_t>(i)]) n *= x.shape().dim(i);
