@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/InitAllPasses.h"
@@ -48,19 +49,28 @@ void register_all_once() {
 
 std::span<const PipelineStage> cpu_pipeline_stages() { return kStages; }
 
-std::string known_stages() {
-  std::string s = "traced";
+namespace {
+// Every name CompileOptions::dump accepts, in pipeline order.
+std::vector<std::string_view> stage_names() {
+  std::vector<std::string_view> names = {"traced"};
   for (const auto& st : kStages) {
-    if (std::string_view(st.name) == "schedule") s += ", schedule-script";
-    s += std::string(", ") + st.name;
+    if (std::string_view(st.name) == "schedule") names.push_back("schedule-script");
+    names.push_back(st.name);
   }
-  return s + ", llvm-ir, all";
+  names.insert(names.end(), {"llvm-ir", "all"});
+  return names;
+}
+}  // namespace
+
+std::string known_stages() {
+  std::string s;
+  for (std::string_view n : stage_names()) s += (s.empty() ? "" : ", ") + std::string(n);
+  return s;
 }
 
 bool is_known_stage(std::string_view name) {
-  if (name == "traced" || name == "schedule-script" || name == "llvm-ir" || name == "all") return true;
-  for (const auto& s : kStages)
-    if (name == s.name) return true;
+  for (std::string_view n : stage_names())
+    if (n == name) return true;
   return false;
 }
 
@@ -112,12 +122,11 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CompileOptions& options, St
       }
     } else {
       if (name == "math" && !options.approximate_math) continue;
-      const std::string pipeline = stage.pipeline;
       mlir::PassManager pm = mlir::PassManager::on<mlir::ModuleOp>(ctx);
-      if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, llvm::errs())))
-        return compile_error("stage '" + name + "': pass pipeline does not parse: " + pipeline);
+      if (mlir::failed(mlir::parsePassPipeline(stage.pipeline, pm, llvm::errs())))
+        return compile_error("stage '" + name + "': pass pipeline does not parse: " + stage.pipeline);
       if (mlir::failed(pm.run(module)))
-        return compile_error("stage '" + name + "' (" + pipeline + ") failed:\n" + diags.text());
+        return compile_error("stage '" + name + "' (" + stage.pipeline + ") failed:\n" + diags.text());
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (on_stage) on_stage(name, ms);

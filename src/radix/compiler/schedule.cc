@@ -88,6 +88,15 @@ void emit_tile(std::ostringstream& os, const std::string& in, const std::string&
   os << ")\n";
 }
 
+// Tiles the innermost loop by `v` lanes and every other loop by 1, then
+// vectorizes: elementwise ops, fills and reductions over outer axes.
+void emit_lane_tiles(std::ostringstream& os, const std::string& id, size_t n_loops, int64_t v) {
+  std::vector<int64_t> sizes(n_loops, 1);
+  sizes.back() = v;
+  emit_tile(os, id, id + "t", sizes);
+  os << "    transform.structured.vectorize %" << id << "t : !transform.any_op\n";
+}
+
 // A static f32/f64 linalg.matmul with the default maps, or null.
 mlir::linalg::MatmulOp plain_matmul(mlir::Operation* op) {
   auto mm = llvm::dyn_cast<mlir::linalg::MatmulOp>(op);
@@ -314,10 +323,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
         const int64_t v = largest_divisor(ranges.back(), kElementwiseWidths);
         if (v >= 4) {
           match();
-          std::vector<int64_t> sizes(n, 1);
-          sizes.back() = v;
-          emit_tile(body, id, id + "t", sizes);
-          body << "    transform.structured.vectorize %" << id << "t : !transform.any_op\n";
+          emit_lane_tiles(body, id, n, v);
           ++sum.reductions;
           return;
         }
@@ -334,10 +340,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
         return;
       }
       match();
-      std::vector<int64_t> sizes(ranges.size(), 1);
-      sizes.back() = v;
-      emit_tile(body, id, id + "t", sizes);
-      body << "    transform.structured.vectorize %" << id << "t : !transform.any_op\n";
+      emit_lane_tiles(body, id, ranges.size(), v);
       ++sum.elementwise;
       return;
     }

@@ -34,13 +34,19 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, DType out_dtype,
   return emit_map(ctx, ops, al.axis_map, al.result.with_dtype(out_dtype), fn);
 }
 
-// Arithmetic binary op: same dtype in and out; one builder per kind.
-template <class FOp, class SOp, class UOp>
-Tensor arith_binary(const char* op, const Tensor& a, const Tensor& b, bool allow_bool = false) {
+// Operands of an arithmetic binary op: traced in the active context, one
+// dtype, and (unless allowed) not bool.
+void check_arith_operands(const char* op, const Tensor& a, const Tensor& b, bool allow_bool) {
   context_for(op, {&a, &b});
   require_same_dtype(op, {&a, &b});
   if (is_bool(a.dtype()) && !allow_bool)
     fail(describe(op, {&a, &b}) + ": not defined for bool tensors (convert them first)");
+}
+
+// Arithmetic binary op: same dtype in and out; one builder per kind.
+template <class FOp, class SOp, class UOp>
+Tensor arith_binary(const char* op, const Tensor& a, const Tensor& b, bool allow_bool = false) {
+  check_arith_operands(op, a, b, allow_bool);
   Kind k = kind_of(a.dtype());
   return binary(op, a, b, a.dtype(), [k](OpBuilder& nb, Location l, ValueRange v) -> Value {
     if (k == Kind::kFloat) return FOp::create(nb, l, v[0], v[1]);
@@ -167,7 +173,6 @@ Tensor constant(const Shape& shape, std::span<const double> data) {
          std::to_string(shape.count()) + " elements)");
   OpBuilder& b = ctx.builder();
   auto type = tensor_type(&ctx.mlir_context(), shape);
-  mlir::Type et = type.getElementType();
   llvm::SmallVector<mlir::Attribute> vals;
   vals.reserve(data.size());
   for (double v : data) {
@@ -175,7 +180,6 @@ Tensor constant(const Shape& shape, std::span<const double> data) {
     vals.push_back(llvm::cast<mlir::arith::ConstantOp>(c.getDefiningOp()).getValue());
     c.getDefiningOp()->erase();
   }
-  (void)et;
   auto attr = mlir::DenseElementsAttr::get(type, vals);
   return wrap(ctx, mlir::arith::ConstantOp::create(b, ctx.loc(), type, attr), shape);
 }
@@ -204,9 +208,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   return arith_binary<mlir::arith::MulFOp, mlir::arith::MulIOp, mlir::arith::MulIOp>("mul", a, b);
 }
 Tensor div(const Tensor& a, const Tensor& b) {
-  context_for("div", {&a, &b});
-  require_same_dtype("div", {&a, &b});
-  if (is_bool(a.dtype())) fail(describe("div", {&a, &b}) + ": not defined for bool tensors (convert them first)");
+  check_arith_operands("div", a, b, /*allow_bool=*/false);
   const DType d = a.dtype();
   const Kind k = kind_of(d);
   return binary("div", a, b, d, [d, k](OpBuilder& nb, Location l, ValueRange v) -> Value {
