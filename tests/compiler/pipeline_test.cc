@@ -59,6 +59,8 @@ TEST(Pipeline, DumpsEveryStageToAFolder) {
     ++generics;
   EXPECT_EQ(generics, 1u) << files["fuse.mlir"];
   EXPECT_NE(files["schedule-script.mlir"].find("transform.structured.vectorize"), std::string::npos);
+  EXPECT_NE(files["schedule-script.mlir"].find("// schedule: 0 matmuls (0 packed), 1 elementwise"), std::string::npos)
+      << files["schedule-script.mlir"];
   EXPECT_NE(files["schedule.mlir"].find("vector<16xf32>"), std::string::npos) << files["schedule.mlir"];
   EXPECT_NE(files["bufferize.mlir"].find("memref<32x64xf32>"), std::string::npos);
   EXPECT_EQ(files["bufferize.mlir"].find("tensor<"), std::string::npos);

@@ -117,7 +117,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CompileOptions& options, St
       ScheduleSummary sum;
       std::string script = build_cpu_schedule(module, options.schedule_isa, &sum);
       if (!script.empty()) {
-        dumper.dump("schedule-script", script);
+        dumper.dump("schedule-script", "// schedule: " + sum.to_string() + "\n" + script);
         RADIX_RETURN_IF_ERROR(apply_schedule(module, script));
       }
     } else {

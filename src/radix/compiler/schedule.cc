@@ -193,6 +193,12 @@ void emit_packed_matmul(std::ostringstream& body, const std::string& id, const V
 }
 }  // namespace
 
+std::string ScheduleSummary::to_string() const {
+  return std::to_string(matmuls) + " matmuls (" + std::to_string(packed) + " packed), " +
+         std::to_string(elementwise) + " elementwise, " + std::to_string(reductions) + " reductions, " +
+         std::to_string(skipped) + " left as loops";
+}
+
 VectorIsa host_vector_isa() {
   static const VectorIsa isa = [] {
     llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();

@@ -35,6 +35,8 @@ struct ScheduleSummary {
   int elementwise = 0;  // elementwise ops / fills vectorized
   int reductions = 0;   // single-loop reductions vectorized
   int skipped = 0;      // ops left as scalar loops
+  // "2 matmuls (1 packed), 3 elementwise, 1 reductions, 4 left as loops"
+  std::string to_string() const;
 };
 
 // The host CPU's vector ISA (detected once).
