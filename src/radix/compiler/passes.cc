@@ -10,6 +10,7 @@ void register_radix_passes() {
     mlir::registerPass(create_results_to_destinations_pass);
     mlir::registerPass(create_untie_shared_inits_pass);
     mlir::registerPass(create_math_approximation_pass);
+    mlir::registerPass(create_materialize_reduction_indices_pass);
     return true;
   }();
   (void)done;

@@ -23,6 +23,11 @@ std::unique_ptr<mlir::Pass> create_untie_shared_inits_pass();
 // approximations that stay vectorized (instead of one libm call per lane).
 std::unique_ptr<mlir::Pass> create_math_approximation_pass();
 
+// "radix-materialize-reduction-indices": linalg.index of a reduction loop
+// becomes an iota input operand, so that reduction tiling (which does not
+// offset such indices in MLIR 22) cannot scramble them.
+std::unique_ptr<mlir::Pass> create_materialize_reduction_indices_pass();
+
 // Registers the passes above with MLIR's textual pipeline parser (idempotent).
 void register_radix_passes();
 

@@ -20,7 +20,9 @@ namespace {
 const PipelineStage kStages[] = {
     {"dps", "radix-results-to-destinations"},
     {"fuse", "func.func(linalg-fuse-elementwise-ops),canonicalize,cse,radix-untie-shared-inits"},
-    {"schedule", ""},
+    // The pipeline runs first, then the generated transform script. No cse
+    // here: it would merge the inits that radix-untie-shared-inits separated.
+    {"schedule", "radix-materialize-reduction-indices"},
     {"bufferize",
      "eliminate-empty-tensors,"
      "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
@@ -104,6 +106,18 @@ void StageDumper::dump_module(std::string_view stage, mlir::ModuleOp module) {
   dump(stage, s);
 }
 
+namespace {
+Status run_pipeline(mlir::ModuleOp module, const PipelineStage& stage, detail::DiagnosticCollector& diags) {
+  const std::string name = stage.name;
+  mlir::PassManager pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
+  if (mlir::failed(mlir::parsePassPipeline(stage.pipeline, pm, llvm::errs())))
+    return compile_error("stage '" + name + "': pass pipeline does not parse: " + stage.pipeline);
+  if (mlir::failed(pm.run(module)))
+    return compile_error("stage '" + name + "' (" + stage.pipeline + ") failed:\n" + diags.text());
+  return Status();
+}
+}  // namespace
+
 Status run_cpu_lowering(mlir::ModuleOp module, const CompileOptions& options, StageDumper& dumper,
                         const std::function<void(std::string_view, double)>& on_stage) {
   register_all_once();
@@ -114,6 +128,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CompileOptions& options, St
     std::string name = stage.name;
     if (name == "schedule") {
       if (!options.vectorize) continue;
+      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, diags));
       ScheduleSummary sum;
       std::string script = build_cpu_schedule(module, options.schedule_isa, &sum);
       if (!script.empty()) {
@@ -122,11 +137,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CompileOptions& options, St
       }
     } else {
       if (name == "math" && !options.approximate_math) continue;
-      mlir::PassManager pm = mlir::PassManager::on<mlir::ModuleOp>(ctx);
-      if (mlir::failed(mlir::parsePassPipeline(stage.pipeline, pm, llvm::errs())))
-        return compile_error("stage '" + name + "': pass pipeline does not parse: " + stage.pipeline);
-      if (mlir::failed(pm.run(module)))
-        return compile_error("stage '" + name + "' (" + stage.pipeline + ") failed:\n" + diags.text());
+      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, diags));
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (on_stage) on_stage(name, ms);
