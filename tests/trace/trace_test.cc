@@ -183,6 +183,54 @@ TEST(TraceErrors, PlaceholdersAndForeignTensorsAreRejected) {
                      {"another trace"});
 }
 
+// Regression: traces used to be told apart by the context's address, so a
+// tensor kept from a finished trace passed the check when a new context took
+// the same address, and then crashed. Both contexts here live in one storage.
+TEST(TraceErrors, TensorOfAFinishedTraceIsForeignEvenAtTheSameAddress) {
+  alignas(CompilationContext) unsigned char storage[sizeof(CompilationContext)];
+  Tensor kept;
+  std::vector<Shape> in = {f32({4})};
+  std::vector<std::string> names = {"x"};
+  auto* first = new (storage) CompilationContext();
+  ASSERT_TRUE(first->emit_main(in, names, 0, [&](std::span<const Tensor> a) {
+    kept = a[0] * 2.0;
+    return std::vector<Tensor>{kept};
+  }, nullptr).ok());
+  const uint64_t first_trace = first->trace_id();
+  first->~CompilationContext();
+
+  auto* second = new (storage) CompilationContext();
+  EXPECT_EQ(static_cast<void*>(second), static_cast<void*>(first));
+  auto expect_foreign = [&](const CompilationContext::Body& body, const char* what) {
+    Status s = second->emit_main(in, names, 0, body, nullptr);
+    ASSERT_FALSE(s.ok()) << what;
+    EXPECT_EQ(s.code(), ErrorCode::kTraceError) << what;
+    EXPECT_NE(s.message().find("another trace"), std::string::npos) << what << ": " << s.message();
+  };
+  expect_foreign([&](std::span<const Tensor> a) { return std::vector<Tensor>{a[0] + kept}; }, "operand");
+  expect_foreign([&](std::span<const Tensor> a) { return std::vector<Tensor>{exp(kept)}; }, "unary operand");
+  expect_foreign([&](std::span<const Tensor>) { return std::vector<Tensor>{kept}; }, "result");
+  EXPECT_NE(second->trace_id(), first_trace);
+  second->~CompilationContext();
+}
+
+// One context, two functions: tensors of the first are foreign in the second.
+TEST(TraceErrors, TensorOfAnEarlierFunctionInTheSameContextIsForeign) {
+  CompilationContext ctx;
+  Tensor kept;
+  std::vector<Shape> in = {f32({4})};
+  std::vector<std::string> names = {"x"};
+  ASSERT_TRUE(ctx.emit_main(in, names, 0, [&](std::span<const Tensor> a) {
+    kept = a[0];
+    return std::vector<Tensor>{a[0] + 1.0};
+  }, nullptr).ok());
+  Status s = ctx.emit_main(in, names, 0, [&](std::span<const Tensor> a) {
+    return std::vector<Tensor>{(a[0] + 1.0).reuse_buffer(kept)};
+  }, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("different traces"), std::string::npos) << s.message();
+}
+
 TEST(TraceErrors, CompileFnReturnsTheTraceErrorAsStatus) {
   auto exe = compile_fn(cpu(), [](Tensor a, Tensor b) { return a - b; }, f32({3}), f32({4}));
   ASSERT_FALSE(exe.ok());

@@ -1,5 +1,6 @@
 #include "radix/trace/compilation_context.h"
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <sstream>
@@ -26,6 +27,8 @@ namespace radix {
 
 namespace {
 thread_local CompilationContext* g_current = nullptr;
+std::atomic<uint64_t> g_next_trace_id{1};
+uint64_t new_trace_id() { return g_next_trace_id.fetch_add(1, std::memory_order_relaxed); }
 thread_local std::vector<CompilationContext*> g_stack;
 
 // One registry for the process: every dialect, extension and LLVM IR
@@ -55,7 +58,7 @@ struct CompilationContext::Impl {
 };
 
 CompilationContext::CompilationContext(const TraceOptions& options)
-    : impl_(std::make_unique<Impl>()), options_(options) {
+    : impl_(std::make_unique<Impl>()), options_(options), trace_id_(new_trace_id()) {
   mlir::Location l = mlir::NameLoc::get(mlir::StringAttr::get(&impl_->mlir, options_.name));
   impl_->module = mlir::ModuleOp::create(l, llvm::StringRef(options_.name));
 }
@@ -109,6 +112,7 @@ Status CompilationContext::emit_main(const std::vector<Shape>& inputs, const std
   mlir::OpBuilder& b = impl_->builder;
   mlir::Location l = loc();
   detail::DiagnosticCollector diags(mctx);
+  trace_id_ = new_trace_id();  // tensors of any earlier function are foreign from here on
 
   llvm::SmallVector<mlir::Type> arg_types;
   for (const Shape& s : inputs) arg_types.push_back(detail::tensor_type(mctx, s));
@@ -145,7 +149,7 @@ Status CompilationContext::emit_main(const std::vector<Shape>& inputs, const std
   sig.n_model = n_model;
   for (size_t i = 0; i < results.size(); ++i) {
     const Tensor& r = results[i];
-    if (r.is_placeholder() || r.context() != this) {
+    if (r.is_placeholder() || r.trace_id() != trace_id_) {
       pop_block(entry);
       fn.erase();
       return Status(ErrorCode::kTraceError,
@@ -279,9 +283,10 @@ CompilationContext& context_for(const char* op, std::initializer_list<const Tens
     if (t->is_placeholder())
       fail(describe(op, operands) + ": operand " + t->shape().to_string() +
            " is a placeholder; only tensors produced while tracing can be used in ops");
-    if (t->context() != &ctx)
+    if (t->trace_id() != ctx.trace_id())
       fail(describe(op, operands) + ": operand " + t->shape().to_string() +
-           " belongs to another trace than the active one");
+           " belongs to another trace than the active one (a tensor kept from an earlier or other "
+           "compile_fn / compile_model)");
   }
   return ctx;
 }

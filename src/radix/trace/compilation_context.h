@@ -58,6 +58,10 @@ class CompilationContext {
   mlir::ModuleOp module();
   mlir::Location loc();
   uint64_t next_id() { return next_id_++; }
+  // Identifies the function being traced: drawn from a process-wide counter
+  // when emission starts, so no two traces (even of contexts that reuse one
+  // address) share it. Tensors carry it; ops refuse tensors of other traces.
+  uint64_t trace_id() const { return trace_id_; }
 
   // Block stack: ops are emitted at the end of the top block.
   void push_block(mlir::Block* block);
@@ -80,6 +84,7 @@ class CompilationContext {
   std::unique_ptr<Impl> impl_;
   TraceOptions options_;
   uint64_t next_id_ = 1;
+  uint64_t trace_id_;
   std::vector<mlir::Block*> blocks_;
 };
 

@@ -1,5 +1,6 @@
 #include "radix/trace/tensor.h"
 
+#include "radix/trace/compilation_context.h"
 #include "radix/trace/trace_error.h"
 
 namespace radix {
@@ -12,7 +13,7 @@ Tensor Tensor::placeholder(const Shape& shape) {
 
 Tensor Tensor::from_opaque(CompilationContext* ctx, void* value, const Shape& shape, uint64_t id, int arg_index) {
   Tensor t;
-  t.ctx_ = ctx;
+  t.trace_id_ = ctx->trace_id();
   t.value_ = value;
   t.shape_ = shape;
   t.id_ = id;
@@ -43,6 +44,9 @@ Tensor Tensor::with_tags(std::span<const Tag> tags) const {
 }
 
 Tensor Tensor::reuse_buffer(const Tensor& input) const {
+  if (input.trace_id_ != trace_id_)
+    throw TraceError("reuse_buffer: argument " + input.shape().to_string() + " and result " + shape_.to_string() +
+                     " belong to different traces");
   if (input.arg_index_ < 0)
     throw TraceError("reuse_buffer: " + input.shape().to_string() +
                      " is not a function argument, so it has no buffer to donate");

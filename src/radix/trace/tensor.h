@@ -1,6 +1,7 @@
 // Tensor: a cheap handle on a value being traced. It holds the value's Shape,
-// the MLIR value it stands for, the CompilationContext that owns that value, a
-// unique id, and its donation state. Copying a Tensor copies the handle; ops
+// the MLIR value it stands for, the id of the trace that produced it (unique
+// for the process, never reused, so a tensor kept past its trace is always
+// recognised as foreign), a unique id, and its donation state. Copying a Tensor copies the handle; ops
 // never mutate a Tensor, they return new ones.
 //
 // A Tensor without a value is a *placeholder*: it carries only a Shape and is
@@ -33,7 +34,9 @@ class Tensor {
   int64_t count() const { return shape_.count(); }
   bool is_placeholder() const { return value_ == nullptr; }
   uint64_t id() const { return id_; }
-  CompilationContext* context() const { return ctx_; }
+  // The trace this tensor was produced in (0 for a placeholder). Ops accept
+  // only tensors of the trace being emitted (CompilationContext::trace_id()).
+  uint64_t trace_id() const { return trace_id_; }
 
   // Returns the same value with new tags (metadata only; emits nothing).
   Tensor with_tags(std::initializer_list<Tag> tags) const;
@@ -57,8 +60,8 @@ class Tensor {
 
  private:
   Shape shape_;
-  void* value_ = nullptr;            // mlir::Value as opaque pointer
-  CompilationContext* ctx_ = nullptr;
+  void* value_ = nullptr;            // mlir::Value as opaque pointer; valid only during its trace
+  uint64_t trace_id_ = 0;
   uint64_t id_ = 0;
   int arg_index_ = -1;
   int donation_arg_ = -1;
