@@ -82,6 +82,49 @@ TEST(Shape, InvalidConstructionThrows) {
   EXPECT_EQ(Shape(DType::kF32, {1, 2, 1, 2, 1, 2, 1, 2}).count(), 16);
 }
 
+// Regression: Shape(f32, {2^32, 2^32}).count() wrapped to 0, and a zero-byte
+// buffer then passed for it. Every way of making a shape checks the sizes.
+TEST(Shape, ElementCountAndByteSizeOverflowAreRefused) {
+  const int64_t k2_31 = int64_t{1} << 31, k2_32 = int64_t{1} << 32;
+  auto throws_naming = [](auto&& make, const std::string& needle) {
+    try {
+      (void)make();
+      ADD_FAILURE() << "no exception; expected one naming " << needle;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  throws_naming([&] { return Shape(DType::kF32, {k2_32, k2_32}); }, "f32[4294967296,4294967296] is too large");
+  // 2^62 elements fit in int64, 2^64 bytes do not.
+  throws_naming([&] { return Shape(DType::kF32, {k2_31, k2_31}); }, "too large");
+  EXPECT_EQ(Shape(DType::kU8, {k2_31, k2_31}).byte_size(), size_t{1} << 62);
+  // Modifiers that grow the size.
+  Shape big(DType::kU8, {k2_31, k2_31});
+  throws_naming([&] { return big.with_dtype(DType::kF32); }, "too large");
+  throws_naming([&] { return big.with_dim(0, k2_32); }, "too large");
+  throws_naming([&] { return big.insert_axis(0, 4); }, "too large");
+  throws_naming([&] { return big.with_dim(0, -3); }, "negative dimension");
+  // A zero dim does not hide an overflowing product of the others (dropping
+  // it would expose the wrapped count).
+  throws_naming([&] { return Shape(DType::kF32, {0, k2_32, k2_32}); }, "too large");
+  Shape z(DType::kF32, {0, k2_31});
+  EXPECT_EQ(z.count(), 0);
+  EXPECT_EQ(z.drop_axis(0).count(), k2_31);
+  // The largest shapes that fit are exact.
+  EXPECT_EQ(Shape(DType::kU8, {INT64_MAX}).count(), INT64_MAX);
+  EXPECT_EQ(Shape(DType::kF64, {int64_t{1} << 59}).byte_size(), size_t{1} << 62);
+}
+
+TEST(Shape, TagErrorsNameTheShape) {
+  try {
+    (void)Shape(DType::kF32, {2, 3}, {"x", "x"});
+    ADD_FAILURE() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("tag 'x' used twice in tags {'x', 'x'} for f32[2,3]"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Tag, InternedComparison) {
   std::string dyn = std::string("ba") + "tch";
   EXPECT_EQ(Tag("batch"), Tag(dyn));

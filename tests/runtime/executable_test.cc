@@ -59,6 +59,13 @@ TEST(Buffer, HostTransferErrors) {
   expect_invalid(b.copy_to_host(small), {"needs 8 bytes, got 4"});
 }
 
+// A valid shape too large for memory is an error, not a crash.
+TEST(Buffer, AllocationTooLargeIsAnError) {
+  auto b = Buffer::allocate(cpu().backend(), Shape(DType::kU8, {int64_t{1} << 62}));
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("out of memory"), std::string::npos) << b.status().to_string();
+}
+
 TEST(Buffer, FromSpansArraysAndLists) {
   std::array<int16_t, 3> arr{1, -2, 3};
   std::vector<int16_t> vec{4, 5, 6};

@@ -26,6 +26,15 @@ void check_rank(size_t rank) {
                                 std::to_string(kMaxRank));
 }
 
+std::string tag_list(std::span<const Tag> tags) {
+  std::string s = "{";
+  for (size_t i = 0; i < tags.size(); ++i) s += (i ? ", " : "") + (tags[i].empty() ? std::string("_") : "'" + std::string(tags[i].name()) + "'");
+  return s + "}";
+}
+
+// Multiplies into `acc`; false on int64 overflow.
+bool mul_ok(int64_t& acc, int64_t v) { return !__builtin_mul_overflow(acc, v, &acc); }
+
 uint64_t mix(uint64_t h, uint64_t v) {
   // FNV-1a style mixing over 64-bit words; stable across runs.
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -53,6 +62,7 @@ Shape::Shape(DType dtype, std::span<const int64_t> dims) : dtype_(dtype) {
                                   std::to_string(i));
     dims_[i] = dims[i];
   }
+  check_size();
 }
 
 Shape::Shape(DType dtype, std::initializer_list<int64_t> dims, std::initializer_list<Tag> tags)
@@ -71,8 +81,27 @@ bool Shape::has_tags() const {
 
 int64_t Shape::count() const {
   int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[i];
+  for (int i = 0; i < rank_; ++i) n *= dims_[i];  // cannot overflow: see check_size
   return n;
+}
+
+// The invariant every Shape keeps: the product of its non-zero dims, times the
+// element size, fits in int64. Then count(), byte_size() and the product of
+// any subset of dims (a reshape, a contraction's M / N / K, a dropped zero
+// axis) are exact everywhere, and a buffer's size is never wrapped to a small
+// or zero number.
+void Shape::check_size() const {
+  int64_t n = 1;
+  bool ok = true;
+  for (int i = 0; i < rank_ && ok; ++i)
+    if (dims_[i] != 0) ok = mul_ok(n, dims_[i]);
+  if (ok) ok = mul_ok(n, static_cast<int64_t>(dtype_size(dtype_)));
+  if (!ok) {
+    std::string dims;
+    for (int i = 0; i < rank_; ++i) dims += (i ? "," : "") + std::to_string(dims_[i]);
+    throw std::invalid_argument("radix::Shape: " + std::string(dtype_name(dtype_)) + "[" + dims +
+                                "] is too large: its element count or byte size overflows 64 bits");
+  }
 }
 
 std::optional<int> Shape::find_axis(const Axis& a) const {
@@ -95,6 +124,7 @@ std::optional<int64_t> Shape::find_dim(const Axis& a) const {
 Shape Shape::with_dtype(DType d) const {
   Shape s = *this;
   s.dtype_ = d;
+  s.check_size();  // a wider dtype grows the byte size
   return s;
 }
 
@@ -104,13 +134,14 @@ Shape Shape::with_tags(std::initializer_list<Tag> tags) const {
 
 Shape Shape::with_tags(std::span<const Tag> tags) const {
   if (tags.size() != static_cast<size_t>(rank_))
-    throw std::invalid_argument("radix::Shape: " + std::to_string(tags.size()) + " tags given for " +
+    throw std::invalid_argument("radix::Shape: " + std::to_string(tags.size()) + " tags " + tag_list(tags) + " given for " +
                                 to_string() + " of rank " + std::to_string(rank_));
   Shape s = *this;
   for (size_t i = 0; i < tags.size(); ++i) {
     for (size_t j = 0; j < i; ++j)
       if (!tags[i].empty() && tags[i] == tags[j])
-        throw std::invalid_argument("radix::Shape: tag '" + std::string(tags[i].name()) + "' used twice");
+        throw std::invalid_argument("radix::Shape: tag '" + std::string(tags[i].name()) + "' used twice in tags " +
+                                    tag_list(tags) + " for " + to_string());
     s.tags_[i] = tags[i];
   }
   return s;
@@ -125,8 +156,12 @@ Shape Shape::with_tag(int axis, Tag tag) const {
 }
 
 Shape Shape::with_dim(int axis, int64_t size) const {
+  if (size < 0)
+    throw std::invalid_argument("radix::Shape: negative dimension " + std::to_string(size) + " at axis " +
+                                std::to_string(axis) + " of " + to_string());
   Shape s = *this;
   s.dims_[static_cast<size_t>(axis)] = size;
+  s.check_size();
   return s;
 }
 
@@ -153,7 +188,7 @@ Shape Shape::drop_axis(int axis) const {
     if (sharded(i)) s.sharding_ |= static_cast<uint8_t>(1u << j);
     ++j;
   }
-  return s;
+  return s;  // a subset of this shape's dims: within the size invariant
 }
 
 Shape Shape::insert_axis(int axis, int64_t size, Tag tag) const {
@@ -174,7 +209,10 @@ Shape Shape::insert_axis(int axis, int64_t size, Tag tag) const {
   if (!tag.empty())
     for (int i = 0; i < s.rank_; ++i)
       if (i != axis && s.tags_[i] == tag)
-        throw std::invalid_argument("radix::Shape: tag '" + std::string(tag.name()) + "' used twice");
+        throw std::invalid_argument("radix::Shape: tag '" + std::string(tag.name()) + "' used twice in " +
+                                    s.to_string());
+  if (size < 0) throw std::invalid_argument("radix::Shape: negative dimension " + std::to_string(size));
+  s.check_size();
   return s;
 }
 

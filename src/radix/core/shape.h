@@ -1,6 +1,10 @@
 // Shape: dtype + dims (rank <= 8, inline storage) + optional axis tags +
 // per-axis sharding flags. A small value type: copy it freely.
 //
+// Invalid shapes (rank > 8, a negative dim, a tag used twice, an element count
+// or byte size past int64) throw std::invalid_argument naming the shape;
+// while tracing, that surfaces as a TraceError.
+//
 // Axis tags name axes ("b", "d") so model code can say dot(x, w, "d") instead
 // of counting axes. Tags are interned: comparing two tags compares pointers.
 #pragma once
@@ -50,6 +54,7 @@ class Axis {
   std::string to_string() const;
 
  private:
+  void check_size() const;  // throws unless count and bytes fit in int64
   int index_ = 0;
   Tag tag_;
 };
@@ -75,7 +80,10 @@ class Shape {
   bool sharded(int i) const { return (sharding_ >> i) & 1u; }
   uint8_t sharding_mask() const { return sharding_; }
 
-  int64_t count() const;       // number of elements (1 for rank 0)
+  // Number of elements (1 for rank 0) and bytes. Never overflow: a Shape
+  // whose element count or byte size would not fit in int64 cannot be made
+  // (every constructor and modifier throws std::invalid_argument).
+  int64_t count() const;
   size_t byte_size() const { return static_cast<size_t>(count()) * dtype_size(dtype_); }
 
   // Resolves an axis (index, negative index or tag) to [0, rank); nullopt if
@@ -105,6 +113,7 @@ class Shape {
   std::string to_string() const;
 
  private:
+  void check_size() const;  // throws unless count and bytes fit in int64
   DType dtype_ = DType::kF32;
   uint8_t rank_ = 0;
   uint8_t sharding_ = 0;

@@ -135,10 +135,10 @@ Status CompilationContext::emit_main(const std::vector<Shape>& inputs, const std
     pop_block(entry);
     fn.erase();
     return Status(ErrorCode::kTraceError, e.what());
-  } catch (const std::invalid_argument& e) {  // bad Shape construction inside the body
+  } catch (const std::invalid_argument& e) {  // a Shape the body built itself was invalid
     pop_block(entry);
     fn.erase();
-    return Status(ErrorCode::kTraceError, e.what());
+    return Status(ErrorCode::kTraceError, std::string("invalid Shape built in the traced function: ") + e.what());
   }
 
   llvm::SmallVector<mlir::Value> ret_values;

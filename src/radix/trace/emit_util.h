@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <stdexcept>
 #include <span>
 #include <vector>
 
@@ -31,6 +32,17 @@ Tensor emit_map(CompilationContext& ctx, std::span<const Tensor* const> operands
 mlir::Value scalar_constant(mlir::OpBuilder& b, mlir::Location loc, DType dtype, double value);
 // A tensor.empty of `shape`.
 mlir::Value empty_tensor(CompilationContext& ctx, const Shape& shape);
+
+// Builds a result Shape with `make`; a Shape error (too large, tag clash)
+// becomes a TraceError that names the op and its operands' shapes.
+template <class F>
+Shape shape_for(const char* op, std::initializer_list<const Tensor*> operands, F&& make) {
+  try {
+    return make();
+  } catch (const std::invalid_argument& e) {
+    fail(describe(op, operands) + ": " + e.what());
+  }
+}
 
 // Throws unless all operands share one dtype.
 void require_same_dtype(const char* op, std::initializer_list<const Tensor*> operands);

@@ -31,7 +31,7 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, DType out_dtype,
   CompilationContext& ctx = context_for(op, {&a, &b});
   const Tensor* ops[] = {&a, &b};
   Alignment al = align_shapes(op, ops);
-  return emit_map(ctx, ops, al.axis_map, al.result.with_dtype(out_dtype), fn);
+  return emit_map(ctx, ops, al.axis_map, shape_for(op, {&a, &b}, [&] { return al.result.with_dtype(out_dtype); }), fn);
 }
 
 // Operands of an arithmetic binary op: traced in the active context, one
@@ -60,7 +60,7 @@ Tensor unary(const char* op, const Tensor& x, const ScalarFn& fn, DType out) {
   const Tensor* ops[] = {&x};
   std::vector<std::vector<int>> m(1);
   for (int i = 0; i < x.rank(); ++i) m[0].push_back(i);
-  return emit_map(ctx, ops, m, x.shape().with_dtype(out), fn);
+  return emit_map(ctx, ops, m, shape_for(op, {&x}, [&] { return x.shape().with_dtype(out); }), fn);
 }
 
 template <class MathOp>
@@ -187,6 +187,7 @@ Tensor constant(const Shape& shape, std::span<const double> data) {
 Tensor iota(int64_t n, DType dtype, Tag tag) {
   CompilationContext& ctx = CompilationContext::require_current("iota");
   if (is_bool(dtype)) fail("iota: bool dtype is not supported");
+  if (n < 0) fail("iota: negative length " + std::to_string(n));
   Shape s = tag.empty() ? Shape(dtype, {n}) : Shape(dtype, {n}, {tag});
   std::vector<std::vector<int>> none;
   return emit_map(ctx, {}, none, s, [dtype](OpBuilder& nb, Location l, ValueRange) -> Value {
@@ -323,7 +324,7 @@ Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b) {
   require_same_dtype("select", {&a, &b});
   const Tensor* ops[] = {&cond, &a, &b};
   Alignment al = align_shapes("select", ops);
-  return emit_map(ctx, ops, al.axis_map, al.result.with_dtype(a.dtype()),
+  return emit_map(ctx, ops, al.axis_map, shape_for("select", {&cond, &a, &b}, [&] { return al.result.with_dtype(a.dtype()); }),
                   [](OpBuilder& nb, Location l, ValueRange v) -> Value {
                     return mlir::arith::SelectOp::create(nb, l, v[0], v[1], v[2]);
                   });

@@ -47,7 +47,8 @@ Tensor broadcast(const Tensor& x, const Shape& shape, const Axes& axes) {
   }
   check_broadcast_dims("broadcast", x, shape, map);
   const Tensor* ops[] = {&x};
-  return emit_map(ctx, ops, {map}, shape.with_dtype(x.dtype()), identity_body);
+  return emit_map(ctx, ops, {map}, shape_for("broadcast", {&x}, [&] { return shape.with_dtype(x.dtype()); }),
+                  identity_body);
 }
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
@@ -71,7 +72,8 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   }
   check_broadcast_dims("broadcast_to", x, shape, map);
   const Tensor* ops[] = {&x};
-  return emit_map(ctx, ops, {map}, shape.with_dtype(x.dtype()), identity_body);
+  return emit_map(ctx, ops, {map}, shape_for("broadcast_to", {&x}, [&] { return shape.with_dtype(x.dtype()); }),
+                  identity_body);
 }
 
 Tensor reshape(const Tensor& x, std::initializer_list<int64_t> dims) {
@@ -96,8 +98,8 @@ Tensor reshape(const Tensor& x, std::span<const int64_t> dims_in, std::span<cons
       infer = static_cast<int>(i);
     } else if (dims[i] < 0) {
       fail("reshape: " + x.shape().to_string() + " to " + dims_str() + ": negative dimension");
-    } else {
-      known *= dims[i];
+    } else if (__builtin_mul_overflow(known, dims[i], &known)) {
+      fail("reshape: " + x.shape().to_string() + " to " + dims_str() + ": the element count overflows 64 bits");
     }
   }
   if (infer >= 0) {
