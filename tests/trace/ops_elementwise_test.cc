@@ -433,14 +433,14 @@ TEST(Elementwise, Constants) {
   const double c1[] = {1, 2, 3, 4.5, -5, 6};
   const double c2[] = {-1, 0x1p40, 5};
   const double c3[] = {0.1, 65504};
-  const double c4[] = {0, 2, 1};
+  const double c4[] = {0, 1, 1};
   Outs o = run([&]() {
     return std::vector<Tensor>{
         scalar(2.5, DType::kF32),                        // 0
         scalar(-3, DType::kI8),                          // 1
         scalar(0.1, DType::kF16),                        // 2
         scalar(1e10, DType::kU64),                       // 3
-        scalar(7, DType::kBool),                         // 4
+        scalar(1, DType::kBool),                         // 4
         full(Shape(DType::kI32, {2, 3}), 7),             // 5
         full(Shape(DType::kU8, {4}), 255),               // 6
         full(Shape(DType::kBF16, {2, 2}), 0.1),          // 7
@@ -482,6 +482,48 @@ TEST(Elementwise, Constants) {
 
 // ------------------------------------------------------------ scalar operators
 
+// Regression: a float scalar on an integer tensor silently took the integer
+// dtype (x * 0.5 -> 0, x / 2.5 divided by 2, x + 1e10 wrapped).
+TEST(Elementwise, ScalarsThatDoNotFitTheDtypeAreRefused) {
+  struct Case {
+    DType d;
+    std::function<Tensor(Tensor)> f;
+    std::vector<const char*> needles;
+  };
+  const std::vector<Case> cases = {
+      {DType::kI32, [](Tensor x) { return x * 0.5; }, {"mul(i32[4])", "0.5", "not an integer"}},
+      {DType::kI32, [](Tensor x) { return x / 2.5; }, {"div(i32[4])", "2.5", "not an integer"}},
+      {DType::kI32, [](Tensor x) { return x + 1e10; }, {"add(i32[4])", "10000000000", "outside the range of i32"}},
+      {DType::kU8, [](Tensor x) { return x + -1.0; }, {"add(u8[4])", "-1", "outside the range of u8"}},
+      {DType::kU8, [](Tensor x) { return 256.0 - x; }, {"sub(u8[4])", "256", "outside the range"}},
+      {DType::kI64, [](Tensor x) { return x * 0.25; }, {"mul(i64[4])", "not an integer"}},
+      {DType::kF16, [](Tensor x) { return x * 1e5; }, {"mul(f16[4])", "overflows f16 to infinity"}},
+      {DType::kBF16, [](Tensor x) { return x + 1e39; }, {"add(bf16[4])", "overflows bf16"}},
+      {DType::kF32, [](Tensor x) { return x + 1e39; }, {"add(f32[4])", "overflows f32"}},
+      {DType::kI32, [](Tensor x) { return x + scalar(0.5, DType::kI32); }, {"scalar(0.5, i32)", "not an integer"}},
+      {DType::kBool, [](Tensor x) { return select(x, full(Shape(DType::kI8, {4}), 300), full(Shape(DType::kI8, {4}), 0)); },
+       {"full(i8[4], 300)", "outside the range of i8"}},
+      {DType::kBool, [](Tensor x) { return select(x, x, scalar(2, DType::kBool)); }, {"scalar(2, bool)", "0 or 1"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.needles[0]);
+    auto exe = compile_fn(cpu(), c.f, Shape(c.d, {4}));
+    ASSERT_FALSE(exe.ok());
+    EXPECT_EQ(exe.status().code(), ErrorCode::kTraceError);
+    for (const char* n : c.needles)
+      EXPECT_NE(exe.status().message().find(n), std::string::npos) << "missing '" << n << "' in "
+                                                                    << exe.status().message();
+  }
+  // Values that fit are accepted: integral scalars on integers, any finite
+  // value that rounds into range on floats, infinities and NaN as given.
+  for (auto [d, v] : std::vector<std::pair<DType, double>>{{DType::kI32, -2147483648.0}, {DType::kU8, 255},
+                                                          {DType::kF16, 65504}, {DType::kF32, 0.1},
+                                                          {DType::kF32, INFINITY}, {DType::kF16, NAN}}) {
+    EXPECT_TRUE(compile_fn(cpu(), [v](Tensor x) { return x + v; }, Shape(d, {4})).ok())
+        << dtype_name(d) << " + " << v;
+  }
+}
+
 TEST(Elementwise, ScalarOperators) {
   for (DType d : {DType::kF32, DType::kF16, DType::kF64, DType::kI32, DType::kU8}) {
     SCOPED_TRACE(std::string(dtype_name(d)));
@@ -490,11 +532,13 @@ TEST(Elementwise, ScalarOperators) {
                          : Vals{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 100, is_unsigned_int(d) ? 250.0L : -9};
     if (is_float(d))
       for (size_t i = 0; i < x.size(); i += 3) x[i] = -x[i];
-    Outs o = run([](Tensor x) {
-      return std::vector<Tensor>{x + 2.5, x - 2.5, x * 3, x / 2, 2.5 + x, 7 - x, 3 * x, 7 / x, x * 0.1, -x, x + 200};
+    // Scalars take the tensor's dtype: 2.5 and 0.1 for floats (0.1 rounds to
+    // the dtype), integral values for integers (others are refused, below).
+    const double s25 = is_float(d) ? 2.5 : 2.0, s01 = is_float(d) ? 0.1 : 0.0;
+    Outs o = run([&](Tensor x) {
+      return std::vector<Tensor>{x + s25, x - s25, x * 3, x / 2, s25 + x, 7 - x, 3 * x, 7 / x, x * s01, -x, x + 200};
     }, {x}, s);
-    // Scalars first take the tensor's dtype (2.5 -> 2 for integers, 0.1 -> 0 / nearest f16).
-    const Val c25 = wrap(d, is_float(d) ? 2.5L : 2.0L), c01 = is_float(d) ? quantize(d, 0.1) : 0;
+    const Val c25 = quantize(d, s25), c01 = quantize(d, s01);
     auto op = [&](Val v) { return is_float(d) ? quantize(d, v) : wrap(d, v); };
     auto idiv = [&](Val a, Val b) { return is_float(d) ? quantize(d, a / b) : std::trunc(a / b); };
     std::vector<Vals> want(11);
@@ -562,13 +606,18 @@ TEST(Elementwise, Broadcasting) {
       // partially tagged: right-aligned, tags carried over
       {Shape(f, {2, 3}, {"b", Tag()}), Shape(f, {3}), Shape(f, {2, 3}, {"b", Tag()}), {0, 1}, {1}},
       {Shape(f, {2, 3}), Shape(f, {3}, {"d"}), Shape(f, {2, 3}, {Tag(), "d"}), {0, 1}, {1}},
-      // fully tagged: aligned by tag, lhs axes then rhs-only axes
+      // fully tagged, one operand's tags a subset of the other's: the larger
+      // operand's axis order, whichever side it is on
       {Shape(f, {2, 3}, {"b", "d"}), Shape(f, {3}, {"d"}), Shape(f, {2, 3}, {"b", "d"}), {0, 1}, {1}},
-      {Shape(f, {3}, {"d"}), Shape(f, {2, 3}, {"b", "d"}), Shape(f, {3, 2}, {"d", "b"}), {0}, {1, 0}},
-      {Shape(f, {2}, {"a"}), Shape(f, {3}, {"b"}), Shape(f, {2, 3}, {"a", "b"}), {0}, {1}},
+      {Shape(f, {3}, {"d"}), Shape(f, {2, 3}, {"b", "d"}), Shape(f, {2, 3}, {"b", "d"}), {1}, {0, 1}},
       {Shape(f, {2, 1}, {"b", "d"}), Shape(f, {3}, {"d"}), Shape(f, {2, 3}, {"b", "d"}), {0, 1}, {1}},
-      {Shape(f, {4, 2}, {"c", "a"}), Shape(f, {2, 3, 4}, {"a", "b", "c"}), Shape(f, {4, 2, 3}, {"c", "a", "b"}),
-       {0, 1}, {1, 2, 0}},
+      {Shape(f, {4, 2}, {"c", "a"}), Shape(f, {2, 3, 4}, {"a", "b", "c"}), Shape(f, {2, 3, 4}, {"a", "b", "c"}),
+       {2, 0}, {0, 1, 2}},
+      {Shape(f, {3, 2}, {"d", "b"}), Shape(f, {2, 3}, {"b", "d"}), Shape(f, {3, 2}, {"d", "b"}), {0, 1}, {1, 0}},
+      // neither a subset: lhs axes, then the rhs-only axes
+      {Shape(f, {2}, {"a"}), Shape(f, {3}, {"b"}), Shape(f, {2, 3}, {"a", "b"}), {0}, {1}},
+      {Shape(f, {2, 3}, {"b", "s"}), Shape(f, {3, 4}, {"s", "d"}), Shape(f, {2, 3, 4}, {"b", "s", "d"}), {0, 1},
+       {1, 2}},
       {Shape(f, {2}, {"a"}), Shape(f), Shape(f, {2}, {"a"}), {0}, {}},
   };
   for (const BroadcastCase& c : cases) {

@@ -1,5 +1,7 @@
 #include "radix/trace/emit_util.h"
 
+#include <algorithm>
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -35,7 +37,21 @@ Alignment align_shapes(const char* op, std::span<const Tensor* const> operands) 
   std::vector<int64_t> dims;
   std::vector<Tag> tags;
   if (by_tag) {
-    for (const Tensor* t : operands) {
+    // The result takes the axis order of an operand whose tags include every
+    // other operand's ([d] + [b, d] -> [b, d]); without one, the first
+    // operand's axes come first, then each new tag in operand order.
+    std::vector<const Tensor*> order(operands.begin(), operands.end());
+    for (size_t k = 0; k < operands.size(); ++k) {
+      const Shape& big = operands[k]->shape();
+      bool covers = true;
+      for (const Tensor* t : operands)
+        for (int i = 0; i < t->rank() && covers; ++i) covers = big.find_axis(Axis(t->shape().tag(i))).has_value();
+      if (covers) {
+        std::stable_partition(order.begin(), order.end(), [&](const Tensor* t) { return t == operands[k]; });
+        break;
+      }
+    }
+    for (const Tensor* t : order) {
       for (int i = 0; i < t->rank(); ++i) {
         Tag tg = t->shape().tag(i);
         int64_t d = t->shape().dim(i);

@@ -7,8 +7,12 @@
 //
 // Broadcasting (binary ops, select, broadcast_to):
 //  * a rank-0 operand broadcasts to any shape;
-//  * if every axis of both operands is tagged, axes are aligned by tag: the
-//    result has the lhs axes followed by the rhs axes whose tags lhs lacks;
+//  * if every axis of both operands is tagged, axes are aligned by tag. When
+//    one operand's tags include all of the other's, the result has that
+//    (larger) operand's axis order: [d] + [b, d] -> [b, d], and
+//    select(mask[s,t], scores[b,h,s,t], ...) -> [b,h,s,t]. Otherwise the
+//    result has the lhs axes followed by the rhs axes whose tags lhs lacks
+//    ([b, s] + [s, d] -> [b, s, d]);
 //  * otherwise axes are aligned from the right (NumPy rules): sizes must be
 //    equal or 1. Tags carry over from whichever operand has them; two
 //    different tags on one aligned axis are an error.
@@ -26,11 +30,13 @@ namespace radix {
 using Axes = std::vector<Axis>;
 
 // ---------------------------------------------------------------- constants
-// A rank-0 constant. Integers and bools are exact; floats round to dtype.
+// A rank-0 constant. Integers and bools are exact (a non-integral or
+// out-of-range value is a TraceError); floats round to dtype (a finite value
+// that would overflow to infinity is a TraceError).
 Tensor scalar(double value, DType dtype);
-// A constant of `shape` filled with `value`.
+// A constant of `shape` filled with `value` (same rule as scalar).
 Tensor full(const Shape& shape, double value);
-// A constant from host data (converted to shape.dtype()); data.size() must
+// A constant from host data (each value as in scalar()); data.size() must
 // equal shape.count(). Meant for small tables; weights belong in Buffers.
 Tensor constant(const Shape& shape, std::span<const double> data);
 // 0, 1, ..., n-1 along a new rank-1 axis (optionally tagged).
@@ -124,7 +130,10 @@ Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
 Tensor operator/(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a);
-// Scalar operands take the tensor's dtype.
+// Scalar operands take the tensor's dtype, and must fit it: an integer or bool
+// tensor takes only integral values in its range (`x * 0.5` on i32 is a
+// TraceError, never a silent 0), a float tensor any value that does not
+// overflow its dtype to infinity (0.1 rounds to the nearest f32).
 Tensor operator+(const Tensor& a, double b);
 Tensor operator-(const Tensor& a, double b);
 Tensor operator*(const Tensor& a, double b);

@@ -1,12 +1,15 @@
 // Elementwise ops, comparisons, select, convert and constants: each becomes
 // one linalg.generic (or a constant), so the backend's elementwise fusion
 // can merge chains of them into a single loop nest.
+#include <cfloat>
 #include <cmath>
+#include <cstdio>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "radix/core/half.h"
 #include "radix/trace/emit_util.h"
 #include "radix/trace/ops.h"
 
@@ -142,12 +145,57 @@ Value convert_scalar(OpBuilder& b, Location l, Value v, DType from, DType to) {
   return v;  // same width, other signedness: same bits
 }
 
+std::string fmt_number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+// Why `v` cannot be a value of dtype `d` exactly, or "" if it can. Integers
+// and bools take only integral values in range (no silent truncation or
+// wrap); floats may round (0.1 in f32) but a finite value may not overflow to
+// infinity.
+std::string unrepresentable(double v, DType d) {
+  if (is_float(d)) {
+    if (!std::isfinite(v)) return "";
+    const float f = static_cast<float>(v);
+    bool inf = false;
+    switch (d) {
+      case DType::kF16: inf = std::isinf(f16_to_float(float_to_f16(f))); break;
+      case DType::kBF16: inf = std::isinf(bf16_to_float(float_to_bf16(f))); break;
+      case DType::kF32: inf = std::isinf(f); break;
+      default: break;
+    }
+    return inf ? "it overflows " + std::string(dtype_name(d)) + " to infinity" : "";
+  }
+  if (is_bool(d)) return v == 0 || v == 1 ? "" : "a bool scalar must be 0 or 1";
+  if (!std::isfinite(v) || v != std::trunc(v)) return "it is not an integer";
+  const int bits = dtype_bits(d);
+  const double lo = is_signed_int(d) ? -std::ldexp(1.0, bits - 1) : 0.0;
+  const double hi = std::ldexp(1.0, is_signed_int(d) ? bits - 1 : bits);  // exclusive
+  if (v < lo || v >= hi) return "it is outside the range of " + std::string(dtype_name(d));
+  return "";
+}
+
+// The scalar operand of `op` applied to tensor `t` (operators + - * / with a
+// number): t's dtype, refused if the number does not fit it.
+Tensor scalar_operand(const char* op, const Tensor& t, double v) {
+  context_for(op, {&t});
+  if (std::string why = unrepresentable(v, t.dtype()); !why.empty())
+    fail(describe(op, {&t}) + " with the scalar " + fmt_number(v) + ": the scalar takes the tensor's dtype " +
+         std::string(dtype_name(t.dtype())) + " and " + why +
+         " (convert the tensor first, e.g. convert(x, DType::kF32), or pass a value that fits)");
+  return scalar(v, t.dtype());
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- constants
 
 Tensor scalar(double value, DType dtype) {
   CompilationContext& ctx = CompilationContext::require_current("scalar");
+  if (std::string why = unrepresentable(value, dtype); !why.empty())
+    fail("scalar(" + fmt_number(value) + ", " + std::string(dtype_name(dtype)) + "): " + why);
   OpBuilder& b = ctx.builder();
   Shape s(dtype);
   auto type = tensor_type(&ctx.mlir_context(), s);
@@ -159,6 +207,8 @@ Tensor scalar(double value, DType dtype) {
 
 Tensor full(const Shape& shape, double value) {
   CompilationContext& ctx = CompilationContext::require_current("full");
+  if (std::string why = unrepresentable(value, shape.dtype()); !why.empty())
+    fail("full(" + shape.to_string() + ", " + fmt_number(value) + "): " + why);
   OpBuilder& b = ctx.builder();
   Value c = scalar_constant(b, ctx.loc(), shape.dtype(), value);
   Value e = empty_tensor(ctx, shape);
@@ -175,7 +225,10 @@ Tensor constant(const Shape& shape, std::span<const double> data) {
   auto type = tensor_type(&ctx.mlir_context(), shape);
   llvm::SmallVector<mlir::Attribute> vals;
   vals.reserve(data.size());
-  for (double v : data) {
+  for (size_t i = 0; i < data.size(); ++i) {
+    const double v = data[i];
+    if (std::string why = unrepresentable(v, shape.dtype()); !why.empty())
+      fail("constant(" + shape.to_string() + "): value " + std::to_string(i) + " (" + fmt_number(v) + "): " + why);
     Value c = scalar_constant(b, ctx.loc(), shape.dtype(), v);
     vals.push_back(llvm::cast<mlir::arith::ConstantOp>(c.getDefiningOp()).getValue());
     c.getDefiningOp()->erase();
@@ -346,13 +399,13 @@ Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator-(const Tensor& a) { return neg(a); }
-Tensor operator+(const Tensor& a, double b) { return add(a, scalar(b, a.dtype())); }
-Tensor operator-(const Tensor& a, double b) { return sub(a, scalar(b, a.dtype())); }
-Tensor operator*(const Tensor& a, double b) { return mul(a, scalar(b, a.dtype())); }
-Tensor operator/(const Tensor& a, double b) { return div(a, scalar(b, a.dtype())); }
-Tensor operator+(double a, const Tensor& b) { return add(scalar(a, b.dtype()), b); }
-Tensor operator-(double a, const Tensor& b) { return sub(scalar(a, b.dtype()), b); }
-Tensor operator*(double a, const Tensor& b) { return mul(scalar(a, b.dtype()), b); }
-Tensor operator/(double a, const Tensor& b) { return div(scalar(a, b.dtype()), b); }
+Tensor operator+(const Tensor& a, double b) { return add(a, scalar_operand("add", a, b)); }
+Tensor operator-(const Tensor& a, double b) { return sub(a, scalar_operand("sub", a, b)); }
+Tensor operator*(const Tensor& a, double b) { return mul(a, scalar_operand("mul", a, b)); }
+Tensor operator/(const Tensor& a, double b) { return div(a, scalar_operand("div", a, b)); }
+Tensor operator+(double a, const Tensor& b) { return add(scalar_operand("add", b, a), b); }
+Tensor operator-(double a, const Tensor& b) { return sub(scalar_operand("sub", b, a), b); }
+Tensor operator*(double a, const Tensor& b) { return mul(scalar_operand("mul", b, a), b); }
+Tensor operator/(double a, const Tensor& b) { return div(scalar_operand("div", b, a), b); }
 
 }  // namespace radix
