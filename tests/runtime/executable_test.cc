@@ -50,6 +50,41 @@ TEST(Executable, WrongCountShapeDtypeAreErrors) {
   expect_invalid(exe.call(good, moved).status(), {"argument 0", "empty Buffer"});
 }
 
+// Regression: tags were ignored, so a transposed [o, d] weight passed for a
+// [d, o] parameter of equal sizes and silently computed with the wrong axes.
+TEST(Executable, BufferTagsMustMatchTaggedParameters) {
+  const Shape w_do(DType::kF32, {4, 4}, {"d", "o"}), x_bd(DType::kF32, {2, 4}, {"b", "d"});
+  auto exe = must(compile_fn(cpu(), [](Tensor x, Tensor w) { return dot(x, w, "d"); }, x_bd, w_do));
+  std::vector<float> x(8, 1.f), w(16, 1.f);
+  Buffer bx = must(cpu().buffer(x_bd, x));
+  Buffer w_od = must(cpu().buffer(Shape(DType::kF32, {4, 4}, {"o", "d"}), w));
+  expect_invalid(exe.call(bx, w_od).status(),
+                 {"argument 1", "expected f32[d=4,o=4]", "got f32[o=4,d=4]", "axis 0 is tagged 'o'"});
+  // Untagged buffers (and untagged axes) are accepted as they are.
+  Buffer w_plain = must(cpu().buffer(Shape(DType::kF32, {4, 4}), w));
+  Buffer w_half = must(cpu().buffer(Shape(DType::kF32, {4, 4}, {Tag(), "o"}), w));
+  EXPECT_TRUE(exe.call(bx, w_plain).ok());
+  EXPECT_TRUE(exe.call(bx, w_half).ok());
+  EXPECT_TRUE(exe.call(bx, must(cpu().buffer(w_do, w))).ok());
+}
+
+// Regression: `*result` on a temporary Result returned T&&, so a range-for
+// over `*buf.to_host<T>()` iterated a vector destroyed before the loop ran.
+TEST(Result, RvalueAccessReturnsByValue) {
+  static_assert(std::is_same_v<decltype(*std::declval<Result<std::vector<float>>>()), std::vector<float>>);
+  static_assert(std::is_same_v<decltype(std::declval<Result<std::vector<float>>>().value()), std::vector<float>>);
+  static_assert(std::is_same_v<decltype(*std::declval<Result<std::vector<float>>&>()), std::vector<float>&>);
+  Buffer b = must(cpu().buffer(f32({5}), std::vector<float>{1, 2, 3, 4, 5}));
+  float sum = 0;
+  for (float v : *b.to_host<float>()) sum += v;
+  EXPECT_EQ(sum, 15.f);
+  auto exe = add_exe();
+  Buffer a = must(cpu().buffer(f32({2, 3}), std::vector<float>(6, 2.f)));
+  std::vector<float> got;
+  for (float v : *exe.call(a, a)->to_host<float>()) got.push_back(v);
+  EXPECT_EQ(got, std::vector<float>(6, 4.f));
+}
+
 TEST(Buffer, HostTransferErrors) {
   expect_invalid(cpu().buffer(f32({2, 3}), std::vector<float>(5)).status(), {"f32[2,3]", "needs 6 elements, got 5"});
   expect_invalid(cpu().buffer(f32({2}), std::vector<double>(2)).status(), {"f32[2]", "f64"});

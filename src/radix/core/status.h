@@ -64,11 +64,15 @@ class [[nodiscard]] Result {
   }
   T& value() & { check(); return std::get<T>(v_); }
   const T& value() const& { check(); return std::get<T>(v_); }
-  T&& value() && { check(); return std::get<T>(std::move(v_)); }
+  // On an rvalue Result the value is moved out and returned by value, so
+  // `for (float x : *buf.to_host<float>())` owns what it iterates (a T&&
+  // would dangle once the temporary Result dies).
+  T value() && { check(); return std::get<T>(std::move(v_)); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }
+  const T& operator*() const& { return value(); }
+  T operator*() && { return std::move(*this).value(); }
 
  private:
   void check() const;

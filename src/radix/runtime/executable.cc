@@ -26,6 +26,15 @@ Status Executable::check_inputs(std::span<const Buffer* const> inputs, size_t fi
     if (!b || !b->valid()) return invalid_argument(what + ": expected " + want.to_string() + ", got an empty Buffer");
     if (b->dtype() != want.dtype() || !b->shape().same_dims(want))
       return invalid_argument(what + ": expected " + want.to_string() + ", got " + b->shape().to_string());
+    // Tags are checked where both sides carry one: a [o, d] buffer for a
+    // [d, o] parameter of equal sizes is a transposed weight, not a match.
+    for (int a = 0; a < want.rank(); ++a) {
+      Tag bt = b->shape().tag(a), wt = want.tag(a);
+      if (!bt.empty() && !wt.empty() && !(bt == wt))
+        return invalid_argument(what + ": expected " + want.to_string() + ", got " + b->shape().to_string() +
+                                " (axis " + std::to_string(a) + " is tagged '" + std::string(bt.name()) +
+                                "', the parameter's '" + std::string(wt.name()) + "')");
+    }
     if (b->backend() != backend_.get())
       return invalid_argument(what + ": buffer lives on another platform (" + b->backend()->name() + ")");
   }
