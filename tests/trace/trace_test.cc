@@ -114,6 +114,56 @@ TEST(TraceErrors, MismatchedShapesNameBoth) {
                      {"f32[2,3]", "f32[4,5]", "contracting"});
 }
 
+// Regression: a matmul mismatch was reported as dot_general(...), and a bad
+// Shape as a bare "radix::Shape: ..." with no op or shapes.
+TEST(TraceErrors, ErrorsNameTheOpTheUserCalled) {
+  auto message = [](const Result<TracedModule>& m) { return m.ok() ? std::string("(traced)") : m.status().message(); };
+  auto mm = trace_fn({f32({2, 3}), f32({4, 5})},
+                     [](std::span<const Tensor> in) { return std::vector<Tensor>{matmul(in[0], in[1])}; });
+  expect_trace_error(mm, {"matmul(f32[2,3], f32[4,5]", "contracting axes"});
+  EXPECT_EQ(message(mm).find("dot_general"), std::string::npos) << message(mm);
+  Shape x(DType::kF32, {2, 3}, {"b", "d"}), w(DType::kF32, {4, 5}, {"d", "o"});
+  auto d = trace_fn({x, w}, [](std::span<const Tensor> in) { return std::vector<Tensor>{dot(in[0], in[1], "d")}; });
+  expect_trace_error(d, {"dot(f32[b=2,d=3], f32[d=4,o=5]", "sizes 3 and 4"});
+  EXPECT_EQ(message(d).find("dot_general"), std::string::npos) << message(d);
+  expect_trace_error(trace_fn({f32({2, 3}), f32({3, 4})}, [](std::span<const Tensor> in) {
+                       return std::vector<Tensor>{dot_general(in[0], in[1], {{}, {}, {1}, {1}})};
+                     }),
+                     {"dot_general(f32[2,3], f32[3,4]"});
+  // Shapes an op builds from its arguments: the op and operands are named.
+  expect_trace_error(trace_fn({f32({4})}, [](std::span<const Tensor> in) {
+                       const int64_t huge = int64_t{1} << 40;
+                       return std::vector<Tensor>{reshape(in[0], {huge, huge, 0})};
+                     }),
+                     {"reshape: f32[4]", "overflows"});
+  expect_trace_error(trace_fn({f32({4})}, [](std::span<const Tensor>) {
+                       return std::vector<Tensor>{iota(-2, DType::kF32)};
+                     }),
+                     {"iota", "negative length -2"});
+  expect_trace_error(trace_fn({Shape(DType::kF32, {2}, {"x"})}, [](std::span<const Tensor> in) {
+                       return std::vector<Tensor>{expand_dims(in[0], 0, "x")};
+                     }),
+                     {"expand_dims", "f32[x=2]", "'x' used twice"});
+  // A Shape the function builds itself: the whole shape is in the message.
+  expect_trace_error(trace_fn({Shape(DType::kF32, {2}, {"x"})}, [](std::span<const Tensor> in) {
+                       return std::vector<Tensor>{broadcast_to(in[0], Shape(DType::kF32, {2, 3}, {"x", "x"}))};
+                     }),
+                     {"invalid Shape built in the traced function", "tag 'x' used twice in tags {'x', 'x'} for f32[2,3]"});
+}
+
+// Tag broadcasting keeps the larger operand's axis order whichever side it is on.
+TEST(Trace, TagBroadcastTakesTheCoveringOperandsOrder) {
+  Shape mask(DType::kBool, {3, 4}, {"s", "t"}), scores(DType::kF32, {2, 5, 3, 4}, {"b", "h", "s", "t"});
+  Shape bias(DType::kF32, {4}, {"t"});
+  Signature sig;
+  auto m = trace_fn({mask, scores, bias}, [](std::span<const Tensor> in) {
+    return std::vector<Tensor>{select(in[0], in[1], full(Shape(DType::kF32), -1e9)), in[2] + in[1]};
+  });
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->signature().outputs[0], scores);
+  EXPECT_EQ(m->signature().outputs[1], scores);
+}
+
 TEST(TraceErrors, MismatchedDtypesNameBoth) {
   expect_trace_error(trace_fn({f32({2}), Shape(DType::kF16, {2})},
                               [](std::span<const Tensor> in) { return std::vector<Tensor>{in[0] * in[1]}; }),

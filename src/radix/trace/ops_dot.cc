@@ -22,12 +22,17 @@ std::string dims_str(const DotDims& d) {
   return "batch " + axes_str(d.lhs_batch) + "/" + axes_str(d.rhs_batch) + ", contract " + axes_str(d.lhs_contract) +
          "/" + axes_str(d.rhs_contract);
 }
+
 }  // namespace
 
-Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& dd) {
-  CompilationContext& ctx = context_for("dot_general", {&lhs, &rhs});
+namespace detail {
+// dot_general under the name of the op the user called (dot, matmul,
+// dot_general), so that errors name it.
+Tensor dot_general_as(const char* op, const Tensor& lhs, const Tensor& rhs, const DotDims& dd) {
+  CompilationContext& ctx = context_for(op, {&lhs, &rhs});
   auto err = [&](const std::string& why) {
-    fail("dot_general(" + lhs.shape().to_string() + ", " + rhs.shape().to_string() + "; " + dims_str(dd) + "): " + why);
+    fail(std::string(op) + "(" + lhs.shape().to_string() + ", " + rhs.shape().to_string() + "; " + dims_str(dd) +
+         "): " + why);
   };
   if (lhs.dtype() != rhs.dtype()) err("operands must share one dtype");
   if (is_bool(lhs.dtype())) err("not defined for bool tensors");
@@ -130,6 +135,11 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& dd) {
                              .getResult(0);
   return reshape(convert(wrap(ctx, prod, mm_shape), lhs.dtype()), out.dims(), out.tags());
 }
+}  // namespace detail
+
+Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& dd) {
+  return dot_general_as("dot_general", lhs, rhs, dd);
+}
 
 Tensor dot(const Tensor& lhs, const Tensor& rhs, std::initializer_list<Tag> contract) {
   context_for("dot", {&lhs, &rhs});
@@ -151,7 +161,7 @@ Tensor dot(const Tensor& lhs, const Tensor& rhs, std::initializer_list<Tag> cont
       dd.rhs_batch.push_back(t);
     }
   }
-  return dot_general(lhs, rhs, dd);
+  return dot_general_as("dot", lhs, rhs, dd);
 }
 
 Tensor dot(const Tensor& lhs, const Tensor& rhs, Tag contract) { return dot(lhs, rhs, {contract}); }
@@ -165,7 +175,7 @@ Tensor matmul(const Tensor& lhs, const Tensor& rhs) {
   if (lr == 1 || rr == 1) {
     dd.lhs_contract = {lr - 1};
     dd.rhs_contract = {rr == 1 ? 0 : rr - 2};
-    return dot_general(lhs, rhs, dd);
+    return dot_general_as("matmul", lhs, rhs, dd);
   }
   if (lr != rr)
     fail("matmul(" + lhs.shape().to_string() + ", " + rhs.shape().to_string() +
@@ -176,7 +186,7 @@ Tensor matmul(const Tensor& lhs, const Tensor& rhs) {
   }
   dd.lhs_contract = {lr - 1};
   dd.rhs_contract = {rr - 2};
-  return dot_general(lhs, rhs, dd);
+  return dot_general_as("matmul", lhs, rhs, dd);
 }
 
 }  // namespace radix
