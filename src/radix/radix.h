@@ -1,6 +1,8 @@
 // Umbrella header: everything a Radix user needs.
 #pragma once
 
+#include "radix/core/cxx_version.h"  // first: a clear error below C++20
+
 #include "radix/api/compile.h"
 #include "radix/api/visit.h"
 #include "radix/core/dtype.h"

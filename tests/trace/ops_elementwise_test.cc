@@ -658,6 +658,22 @@ namespace {
 // f64 -> bf16 must round once: 1 + 2^-8 + 2^-30 lies just above the midpoint
 // of bf16 neighbours 1 and 1 + 2^-7, so it rounds up; rounding through f32
 // first would land exactly on the midpoint and round to even (down).
+// The README's promise: a fused chain of f16 / bf16 elementwise ops computes
+// in f32 and rounds once. a * b - 1 with a = 1 + u, b = 1 + 3u (u = 2^-10 for
+// f16, 2^-7 for bf16): rounding a * b to the dtype first loses the 3u^2 term.
+TEST(Elementwise, HalfChainsRoundOnce) {
+  for (DType d : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(std::string(dtype_name(d)));
+    const Val u = d == DType::kF16 ? 1.0L / 1024 : 1.0L / 128;
+    const Shape s(d, {16});
+    Outs o = run([](Tensor a, Tensor b) { return a * b - 1.0; }, {Vals(16, 1 + u), Vals(16, 1 + 3 * u)}, s, s);
+    const Val once = quantize(d, (1 + u) * (1 + 3 * u) - 1);          // f32 (exact here) then one rounding
+    const Val per_op = quantize(d, quantize(d, (1 + u) * (1 + 3 * u)) - 1);
+    ASSERT_NE(once, per_op);  // the case tells the two apart
+    EXPECT_TRUE(close(o.values[0], Vals(16, once), d, 0));  // exact
+  }
+}
+
 TEST(Elementwise, ConvertF64ToBF16RoundsOnce) {
   const double above_tie = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -30);
   const double below_tie = 1.0 + std::ldexp(1.0, -8) - std::ldexp(1.0, -30);

@@ -10,7 +10,7 @@
 //   auto exe = compile_model(platform, tensors_like(weights), &Mlp<Tensor>::forward,
 //                            Shape(DType::kF32, {8, 64}));
 //   auto ready = exe->prepare(std::move(weights));   // binds weights once
-//   Result<Buffer> y = ready.call(x);                // many times
+//   Result<Buffer> y = ready->call(x);               // many times
 //
 // Argument specs: a Shape for a Tensor parameter, or the parameter's own
 // type filled with placeholder Tensors (structs, arrays, tuples).

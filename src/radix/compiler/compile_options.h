@@ -1,6 +1,8 @@
 // CompileOptions: how a traced module is turned into an Executable.
 #pragma once
 
+#include "radix/core/cxx_version.h"  // first: a clear error below C++20
+
 #include <ostream>
 #include <string>
 #include <vector>

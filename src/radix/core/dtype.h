@@ -4,6 +4,8 @@
 // stored one byte per element (LLVM's in-memory layout of i1).
 #pragma once
 
+#include "radix/core/cxx_version.h"  // first: a clear error below C++20
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>

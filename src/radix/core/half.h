@@ -2,6 +2,8 @@
 // raw uint16_t bits. Round to nearest even; NaN and infinities preserved.
 #pragma once
 
+#include "radix/core/cxx_version.h"  // first: a clear error below C++20
+
 #include <cstdint>
 
 namespace radix {

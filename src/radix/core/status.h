@@ -5,6 +5,8 @@
 // compile entry points catch it and hand it back as a Status.
 #pragma once
 
+#include "radix/core/cxx_version.h"  // first: a clear error below C++20
+
 #include <cassert>
 #include <optional>
 #include <string>

@@ -3,6 +3,8 @@
 // involved. compile_fn / compile_model catch it and return it as a Status.
 #pragma once
 
+#include "radix/core/cxx_version.h"  // first: a clear error below C++20
+
 #include <stdexcept>
 #include <string>
 
