@@ -3,10 +3,11 @@
 # A no-op (no apt call at all) when everything is already present.
 set -euo pipefail
 
-MLIR_VERSION="1:22.1.8-1~deb12u1"
+# MLIR/LLVM by major version only: Debian's security updates replace point
+# releases, so pinning one (e.g. 22.1.8) would break on the next update.
 PKGS=(
   cmake ninja-build g++ pkg-config
-  "libmlir-22-dev=${MLIR_VERSION}" "mlir-22-tools=${MLIR_VERSION}" "llvm-22-dev=${MLIR_VERSION}"
+  libmlir-22-dev mlir-22-tools llvm-22-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
 )
