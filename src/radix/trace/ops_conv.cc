@@ -1,0 +1,3 @@
+#include "radix/trace/ops_conv.h"
+
+namespace radix {}  // namespace radix

@@ -1,0 +1,3 @@
+#include "radix/trace/ops_random.h"
+
+namespace radix {}  // namespace radix

@@ -1,0 +1,7 @@
+// random ops (see ops.h for the conventions every op follows). Filled in by
+// the random work; included from ops.h.
+#pragma once
+
+#include "radix/trace/tensor.h"
+
+namespace radix {}  // namespace radix

@@ -1,0 +1,3 @@
+#include "radix/trace/ops_sort.h"
+
+namespace radix {}  // namespace radix
