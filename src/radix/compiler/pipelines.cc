@@ -34,8 +34,10 @@ const PipelineStage kStages[] = {
      "func.func(math-extend-to-supported-types,"
      "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32},"
      "arith-expand{include-bf16=true}),"
-     "convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,"
-     "convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,"
+     // math before vector: libm calls for vector math (f64 erf, tan, ...) are
+     // unrolled into vector.extract / insert, which vector-to-llvm then lowers.
+     "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,"
+     "finalize-memref-to-llvm,convert-arith-to-llvm,"
      "convert-cf-to-llvm,convert-func-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts"},
 };
 

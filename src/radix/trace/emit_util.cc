@@ -145,6 +145,21 @@ Tensor emit_map(CompilationContext& ctx, std::span<const Tensor* const> operands
   return wrap(ctx, op.getResult(0), result);
 }
 
+Tensor emit_unary(const char* op, const Tensor& x, DType out, const ScalarFn& fn) {
+  CompilationContext& ctx = context_for(op, {&x});
+  const Tensor* ops[] = {&x};
+  std::vector<std::vector<int>> m(1);
+  for (int i = 0; i < x.rank(); ++i) m[0].push_back(i);
+  return emit_map(ctx, ops, m, shape_for(op, {&x}, [&] { return x.shape().with_dtype(out); }), fn);
+}
+
+Tensor emit_binary(const char* op, const Tensor& a, const Tensor& b, DType out, const ScalarFn& fn) {
+  CompilationContext& ctx = context_for(op, {&a, &b});
+  const Tensor* ops[] = {&a, &b};
+  Alignment al = align_shapes(op, ops);
+  return emit_map(ctx, ops, al.axis_map, shape_for(op, {&a, &b}, [&] { return al.result.with_dtype(out); }), fn);
+}
+
 mlir::Value scalar_constant(mlir::OpBuilder& b, mlir::Location loc, DType dtype, double value) {
   mlir::Type et = element_type(b.getContext(), dtype);
   if (is_float(dtype)) return mlir::arith::ConstantOp::create(b, loc, b.getFloatAttr(et, value));
@@ -171,6 +186,13 @@ void require_same_dtype(const char* op, std::initializer_list<const Tensor*> ope
 void require_float(const char* op, const Tensor& x) {
   if (!is_float(x.dtype()))
     fail(describe(op, {&x}) + ": requires a floating-point dtype, got " + std::string(dtype_name(x.dtype())));
+}
+
+void require_int(const char* op, const Tensor& x, bool allow_bool) {
+  const DType d = x.dtype();
+  if (is_float(d) || (is_bool(d) && !allow_bool))
+    fail(describe(op, {&x}) + ": requires an integer" + (allow_bool ? " or bool" : "") + " dtype, got " +
+         std::string(dtype_name(d)));
 }
 
 }  // namespace radix::detail

@@ -28,6 +28,11 @@ using ScalarFn = std::function<mlir::Value(mlir::OpBuilder&, mlir::Location, mli
 Tensor emit_map(CompilationContext& ctx, std::span<const Tensor* const> operands,
                 const std::vector<std::vector<int>>& axis_map, const Shape& result, const ScalarFn& body);
 
+// One elementwise op over one operand / two broadcast operands, result dtype
+// `out`: checks the context, aligns shapes, emits one linalg.generic.
+Tensor emit_unary(const char* op, const Tensor& x, DType out, const ScalarFn& fn);
+Tensor emit_binary(const char* op, const Tensor& a, const Tensor& b, DType out, const ScalarFn& fn);
+
 // An arith constant scalar of `dtype`.
 mlir::Value scalar_constant(mlir::OpBuilder& b, mlir::Location loc, DType dtype, double value);
 // A tensor.empty of `shape`.
@@ -47,5 +52,7 @@ Shape shape_for(const char* op, std::initializer_list<const Tensor*> operands, F
 // Throws unless all operands share one dtype.
 void require_same_dtype(const char* op, std::initializer_list<const Tensor*> operands);
 void require_float(const char* op, const Tensor& x);
+// Throws unless x is an integer (or, with allow_bool, a bool) tensor.
+void require_int(const char* op, const Tensor& x, bool allow_bool = false);
 
 }  // namespace radix::detail

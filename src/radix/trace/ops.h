@@ -51,7 +51,6 @@ Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, const Tensor& b);   // floats only
 
 Tensor neg(const Tensor& x);
 Tensor abs(const Tensor& x);
@@ -147,6 +146,7 @@ Tensor operator/(double a, const Tensor& b);
 
 // Op families in their own headers.
 #include "radix/trace/ops_conv.h"
+#include "radix/trace/ops_math.h"
 #include "radix/trace/ops_random.h"
 #include "radix/trace/ops_sort.h"
 

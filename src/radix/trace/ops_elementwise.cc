@@ -296,15 +296,6 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 Tensor minimum(const Tensor& a, const Tensor& b) {
   return arith_binary<mlir::arith::MinimumFOp, mlir::arith::MinSIOp, mlir::arith::MinUIOp>("minimum", a, b, true);
 }
-Tensor pow(const Tensor& a, const Tensor& b) {
-  context_for("pow", {&a, &b});
-  require_same_dtype("pow", {&a, &b});
-  require_float("pow", a);
-  return binary("pow", a, b, a.dtype(), [](OpBuilder& nb, Location l, ValueRange v) -> Value {
-    return mlir::math::PowFOp::create(nb, l, v[0], v[1]);
-  });
-}
-
 // ---------------------------------------------------------------- unary
 
 Tensor neg(const Tensor& x) {
