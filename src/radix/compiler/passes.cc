@@ -11,6 +11,7 @@ void register_radix_passes() {
     mlir::registerPass(create_untie_shared_inits_pass);
     mlir::registerPass(create_math_approximation_pass);
     mlir::registerPass(create_materialize_reduction_indices_pass);
+    mlir::registerPass(create_strided_copies_to_loops_pass);
     return true;
   }();
   (void)done;

@@ -28,6 +28,10 @@ std::unique_ptr<mlir::Pass> create_math_approximation_pass();
 // offset such indices in MLIR 22) cannot scramble them.
 std::unique_ptr<mlir::Pass> create_materialize_reduction_indices_pass();
 
+// "radix-strided-copies-to-loops": memref.copy between non-contiguous
+// buffers becomes linalg.copy (loops) instead of a runtime-library call.
+std::unique_ptr<mlir::Pass> create_strided_copies_to_loops_pass();
+
 // Registers the passes above with MLIR's textual pipeline parser (idempotent).
 void register_radix_passes();
 

@@ -26,7 +26,7 @@ const PipelineStage kStages[] = {
     {"bufferize",
      "eliminate-empty-tensors,"
      "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
-     "buffer-deallocation-pipeline,canonicalize,cse"},
+     "buffer-deallocation-pipeline,canonicalize,cse,radix-strided-copies-to-loops"},
     {"math", "func.func(math-extend-to-supported-types),radix-math-approximation"},
     {"lower",
      "convert-vector-to-scf{full-unroll},convert-linalg-to-loops,"

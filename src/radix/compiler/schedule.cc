@@ -62,6 +62,18 @@ bool touches_bool(mlir::linalg::LinalgOp op) {
   return false;
 }
 
+// linalg's vectorizer needs every indexing map to be a projected permutation
+// and no tensor.extract in the body (without gather support). Others — a
+// reverse's (n-1-d) map, a gather — stay plain loops rather than failing the
+// whole schedule.
+bool vectorizable_generic(mlir::linalg::LinalgOp op) {
+  for (mlir::AffineMap m : op.getIndexingMapsArray())
+    if (!m.isProjectedPermutation(/*allowZeroInResults=*/true)) return false;
+  bool extracts = false;
+  op->walk([&](mlir::Operation* inner) { extracts |= inner->getName().getStringRef() == "tensor.extract"; });
+  return !extracts;
+}
+
 bool all_static(mlir::linalg::LinalgOp op) {
   for (mlir::Value v : op->getOperands())
     if (auto st = llvm::dyn_cast<mlir::ShapedType>(v.getType()))
@@ -288,6 +300,10 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
       return;
     }
 
+    if (llvm::isa<mlir::linalg::GenericOp>(op.getOperation()) && !vectorizable_generic(op)) {
+      ++sum.skipped;
+      return;
+    }
     if (auto fill = llvm::dyn_cast<mlir::linalg::FillOp>(op.getOperation()); fill && feeds_only_packed_matmuls(fill, isa))
       return;  // folded into the packed matmul's accumulator
     // Reductions (reduce_sum / max / min): one reduction loop, no bools.

@@ -145,7 +145,9 @@ Tensor operator/(double a, const Tensor& b);
 }  // namespace radix
 
 // Op families in their own headers.
+#include "radix/trace/ops_activation.h"
 #include "radix/trace/ops_conv.h"
+#include "radix/trace/ops_layout.h"
 #include "radix/trace/ops_math.h"
 #include "radix/trace/ops_random.h"
 #include "radix/trace/ops_sort.h"
