@@ -232,3 +232,87 @@ TEST(Reduce, HalfPrecisionAccumulatesInF32) {
 
 }  // namespace
 }  // namespace radix
+
+namespace radix {
+namespace {
+
+// prod / all / any / argmax / argmin against plain loops, on every schedule.
+TEST(ReduceMore, ProdAllAnyArgmaxArgmin) {
+  const VectorIsa isas[] = {{4, 16}, {8, 16}, {16, 32}, {0, 0}};
+  for (const VectorIsa& isa : isas) {
+    SCOPED_TRACE("schedule_isa " + std::to_string(isa.f32_lanes));
+    g_opts.compile.schedule_isa = isa;
+    const int64_t R = 3, C = 19;
+    const Shape fs(DType::kF32, {R, C}, {"r", "c"}), is(DType::kI32, {R, C}, {"r", "c"});
+    Vals f = quantize(DType::kF32, rand_vals(R * C, 0.5, 1.5, 21)), iv;
+    for (int64_t k = 0; k < R * C; ++k) iv.push_back(static_cast<Val>((k * 7) % 5 - 2));
+    f[C + 4] = f[C + 9] = 9;      // tie for the max in row 1: first index wins
+    f[2 * C + 3] = NAN;           // NaN in row 2 is both argmax and argmin
+    Outs o = run([](Tensor a, Tensor b) {
+      return std::vector<Tensor>{reduce_prod(a, {"c"}), reduce_prod(b, {"r"}), reduce_all(gt(b, full(Shape(DType::kI32), -2)), {"c"}),
+                                 reduce_any(eq(b, full(Shape(DType::kI32), 2)), {"r"}), argmax(a, "c"), argmin(a, "c", DType::kI64),
+                                 argmax(b, "r", DType::kU8), argmin(b, "c")};
+    }, {f, iv}, fs, is);
+    Vals prod_r, prod_c, all_r, any_c, amax, amin, bmax, bmin;
+    for (int64_t r = 0; r < R; ++r) {
+      double p = 1;
+      bool all = true;
+      int64_t imax = 0, imin = 0, jmin = 0;
+      for (int64_t c = 0; c < C; ++c) {
+        const Val v = f[r * C + c];
+        p *= static_cast<double>(v);
+        all = all && iv[r * C + c] > -2;
+        const Val bmx = f[r * C + imax], bmn = f[r * C + imin];
+        if (!std::isnan(bmx) && (std::isnan(v) || v > bmx)) imax = c;
+        if (!std::isnan(bmn) && (std::isnan(v) || v < bmn)) imin = c;
+        if (iv[r * C + c] < iv[r * C + jmin]) jmin = c;
+      }
+      prod_r.push_back(p);
+      all_r.push_back(all);
+      amax.push_back(imax);
+      amin.push_back(imin);
+      bmin.push_back(jmin);
+    }
+    for (int64_t c = 0; c < C; ++c) {
+      int64_t p = 1, imax = 0;
+      bool any = false;
+      for (int64_t r = 0; r < R; ++r) {
+        p *= static_cast<int64_t>(iv[r * C + c]);
+        any = any || iv[r * C + c] == 2;
+        if (iv[r * C + c] > iv[imax * C + c]) imax = r;
+      }
+      prod_c.push_back(p);
+      any_c.push_back(any);
+      bmax.push_back(imax);
+    }
+    // f32 product of 19 factors in [0.5, 1.5]: 19 roundings, 32 eps relative.
+    EXPECT_TRUE(close(o.values[0], prod_r, DType::kF32, 32 * eps(DType::kF32)));
+    EXPECT_TRUE(close(o.values[1], prod_c, DType::kI32));
+    EXPECT_TRUE(close(o.values[2], all_r, DType::kBool));
+    EXPECT_TRUE(close(o.values[3], any_c, DType::kBool));
+    EXPECT_TRUE(close(o.values[4], amax, DType::kI32));
+    EXPECT_EQ(o.values[4][1], 4);
+    EXPECT_EQ(o.values[4][2], 3);
+    EXPECT_TRUE(close(o.values[5], amin, DType::kI64));
+    EXPECT_EQ(o.shapes[6], Shape(DType::kU8, {C}, {"c"}));
+    EXPECT_TRUE(close(o.values[6], bmax, DType::kU8));
+    EXPECT_TRUE(close(o.values[7], bmin, DType::kI32));
+  }
+  g_opts.compile.schedule_isa = {};
+}
+
+TEST(ReduceMore, BadInputNamesOpAndShape) {
+  auto msg = [](auto fn, const Shape& s) {
+    auto e = compile_fn(cpu(), fn, s);
+    return e.ok() ? std::string("(compiled)") : e.status().message();
+  };
+  EXPECT_NE(msg([](Tensor x) { return argmax(x, 0, DType::kI8); }, Shape(DType::kF32, {300})).find("argmax(f32[300]): axis 0 of size 300 does not fit i8"),
+            std::string::npos);
+  EXPECT_NE(msg([](Tensor x) { return argmin(x, 0, DType::kF32); }, Shape(DType::kF32, {3})).find("index dtype must be an integer"),
+            std::string::npos);
+  EXPECT_NE(msg([](Tensor x) { return reduce_any(x); }, Shape(DType::kF32, {3})).find("reduce_any(f32[3]): takes a bool"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace radix

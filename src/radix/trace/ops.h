@@ -105,6 +105,16 @@ Tensor reduce_sum(const Tensor& x, const Axes& axes = {}, ReduceOptions opts = {
 Tensor reduce_max(const Tensor& x, const Axes& axes = {}, ReduceOptions opts = {});
 Tensor reduce_min(const Tensor& x, const Axes& axes = {}, ReduceOptions opts = {});
 Tensor reduce_mean(const Tensor& x, const Axes& axes = {}, ReduceOptions opts = {});  // floats only
+// Product (f16 / bf16 in f32, rounded once); empty axes give 1.
+Tensor reduce_prod(const Tensor& x, const Axes& axes = {}, ReduceOptions opts = {});
+// Logical and / or of a bool tensor (empty axes: true / false).
+Tensor reduce_all(const Tensor& x, const Axes& axes = {}, ReduceOptions opts = {});
+Tensor reduce_any(const Tensor& x, const Axes& axes = {}, ReduceOptions opts = {});
+// Index of the largest / smallest element along `axis` (removed), in the
+// integer `index_dtype`. The first index wins ties; a NaN counts as the
+// largest and the smallest (the first NaN is returned), as in NumPy.
+Tensor argmax(const Tensor& x, const Axis& axis, DType index_dtype = DType::kI32);
+Tensor argmin(const Tensor& x, const Axis& axis, DType index_dtype = DType::kI32);
 
 // ---------------------------------------------------------------- contractions
 struct DotDims {

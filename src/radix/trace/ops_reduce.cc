@@ -13,10 +13,11 @@ using namespace detail;
 using mlir::Value;
 
 namespace {
-enum class RK { kSum, kMax, kMin };
+enum class RK { kSum, kMax, kMin, kProd, kAll, kAny };
 
 Value identity(mlir::OpBuilder& b, mlir::Location l, DType d, RK k) {
-  if (k == RK::kSum) return scalar_constant(b, l, d, 0);
+  if (k == RK::kSum || k == RK::kAny) return scalar_constant(b, l, d, 0);
+  if (k == RK::kProd || k == RK::kAll) return scalar_constant(b, l, d, 1);
   mlir::Type et = element_type(b.getContext(), d);
   const bool is_max = k == RK::kMax;
   if (is_float(d)) {
@@ -44,6 +45,11 @@ Value combine(mlir::OpBuilder& b, mlir::Location l, DType d, RK k, Value x, Valu
       if (is_float(d)) return ar::MinimumFOp::create(b, l, x, acc);
       if (is_signed_int(d)) return ar::MinSIOp::create(b, l, x, acc);
       return ar::MinUIOp::create(b, l, x, acc);
+    case RK::kProd:
+      if (is_float(d)) return ar::MulFOp::create(b, l, x, acc);
+      return ar::MulIOp::create(b, l, x, acc);
+    case RK::kAll: return ar::AndIOp::create(b, l, x, acc);
+    case RK::kAny: return ar::OrIOp::create(b, l, x, acc);
   }
   return acc;
 }
@@ -63,7 +69,10 @@ std::vector<bool> reduced_axes(const char* op, const Tensor& x, const Axes& axes
 
 Tensor reduce(const char* op, const Tensor& x, const Axes& axes, ReduceOptions opts, RK kind) {
   CompilationContext& ctx = context_for(op, {&x});
-  if (is_bool(x.dtype()) && kind == RK::kSum) fail(describe(op, {&x}) + ": not defined for bool tensors");
+  if (is_bool(x.dtype()) && (kind == RK::kSum || kind == RK::kProd))
+    fail(describe(op, {&x}) + ": not defined for bool tensors");
+  if (!is_bool(x.dtype()) && (kind == RK::kAll || kind == RK::kAny))
+    fail(describe(op, {&x}) + ": takes a bool tensor (compare first, e.g. ne(x, zeros))");
   std::vector<bool> red = reduced_axes(op, x, axes);
   mlir::OpBuilder& b = ctx.builder();
   mlir::MLIRContext* mctx = &ctx.mlir_context();
@@ -137,5 +146,89 @@ Tensor reduce_mean(const Tensor& x, const Axes& axes, ReduceOptions opts) {
   Tensor s = reduce("reduce_mean", x, axes, opts, RK::kSum);
   return s / static_cast<double>(n);
 }
+
+Tensor reduce_prod(const Tensor& x, const Axes& axes, ReduceOptions opts) {
+  context_for("reduce_prod", {&x});
+  if (is_half_float(x.dtype())) {
+    reduced_axes("reduce_prod", x, axes);
+    return convert(reduce_prod(convert(x, DType::kF32), axes, opts), x.dtype());
+  }
+  return reduce("reduce_prod", x, axes, opts, RK::kProd);
+}
+Tensor reduce_all(const Tensor& x, const Axes& axes, ReduceOptions opts) { return reduce("reduce_all", x, axes, opts, RK::kAll); }
+Tensor reduce_any(const Tensor& x, const Axes& axes, ReduceOptions opts) { return reduce("reduce_any", x, axes, opts, RK::kAny); }
+
+namespace {
+// One pass carrying (best value, its index) along `axis`; a strict compare
+// keeps the first index on ties, and NaN beats every number (as NumPy's
+// argmax / argmin return the first NaN).
+Tensor arg_extremum(const char* op, const Tensor& x, const Axis& axis, DType index_dtype, bool is_max) {
+  CompilationContext& ctx = context_for(op, {&x});
+  if (is_bool(x.dtype())) fail(describe(op, {&x}) + ": not defined for bool tensors (convert to an integer first)");
+  if (is_float(index_dtype) || is_bool(index_dtype))
+    fail(describe(op, {&x}) + ": the index dtype must be an integer, got " + std::string(dtype_name(index_dtype)));
+  const int a = x.axis(axis);
+  const int64_t n = x.dim(a);
+  const int bits = dtype_bits(index_dtype) - (is_signed_int(index_dtype) ? 1 : 0);
+  if (bits < 63 && n > (int64_t{1} << bits))
+    fail(describe(op, {&x}) + ": axis " + axis.to_string() + " of size " + std::to_string(n) + " does not fit " +
+         std::string(dtype_name(index_dtype)) + " indices");
+  if (n == 0) fail(describe(op, {&x}) + ": axis " + axis.to_string() + " is empty");
+  const DType d = x.dtype();
+  const Shape vshape = shape_for(op, {&x}, [&] { return x.shape().drop_axis(a); });
+  const Shape ishape = vshape.with_dtype(index_dtype);
+  mlir::OpBuilder& b = ctx.builder();
+  mlir::MLIRContext* mctx = &ctx.mlir_context();
+  mlir::Location l = ctx.loc();
+  Value vinit = mlir::linalg::FillOp::create(b, l, mlir::ValueRange{identity(b, l, d, is_max ? RK::kMax : RK::kMin)},
+                                             mlir::ValueRange{empty_tensor(ctx, vshape)}).getResult(0);
+  Value iinit = mlir::linalg::FillOp::create(b, l, mlir::ValueRange{scalar_constant(b, l, index_dtype, 0)},
+                                             mlir::ValueRange{empty_tensor(ctx, ishape)}).getResult(0);
+  const unsigned r = static_cast<unsigned>(x.rank());
+  llvm::SmallVector<mlir::AffineExpr> out_exprs;
+  llvm::SmallVector<mlir::utils::IteratorType> iters;
+  for (unsigned i = 0; i < r; ++i) {
+    if (static_cast<int>(i) == a) {
+      iters.push_back(mlir::utils::IteratorType::reduction);
+    } else {
+      iters.push_back(mlir::utils::IteratorType::parallel);
+      out_exprs.push_back(mlir::getAffineDimExpr(i, mctx));
+    }
+  }
+  mlir::AffineMap out_map = mlir::AffineMap::get(r, 0, out_exprs, mctx);
+  llvm::SmallVector<mlir::AffineMap> maps = {mlir::AffineMap::getMultiDimIdentityMap(r, mctx), out_map, out_map};
+  auto g = mlir::linalg::GenericOp::create(
+      b, l, mlir::TypeRange{tensor_type(mctx, vshape), tensor_type(mctx, ishape)}, mlir::ValueRange{value_of(x)},
+      mlir::ValueRange{vinit, iinit}, maps, iters, [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::ValueRange args) {
+        namespace ar = mlir::arith;
+        Value v = args[0], best = args[1], best_i = args[2];
+        Value take;
+        if (is_float(d)) {
+          Value better = ar::CmpFOp::create(nb, nl, is_max ? ar::CmpFPredicate::OGT : ar::CmpFPredicate::OLT, v, best);
+          Value v_nan = ar::CmpFOp::create(nb, nl, ar::CmpFPredicate::UNO, v, v);
+          Value best_num = ar::CmpFOp::create(nb, nl, ar::CmpFPredicate::ORD, best, best);
+          take = ar::OrIOp::create(nb, nl, better, ar::AndIOp::create(nb, nl, v_nan, best_num));
+        } else {
+          const bool s = is_signed_int(d);
+          take = ar::CmpIOp::create(nb, nl,
+                                    is_max ? (s ? ar::CmpIPredicate::sgt : ar::CmpIPredicate::ugt)
+                                           : (s ? ar::CmpIPredicate::slt : ar::CmpIPredicate::ult),
+                                    v, best);
+        }
+        // The first element always wins its row (the identity may equal it).
+        Value idx = mlir::linalg::IndexOp::create(nb, nl, static_cast<uint64_t>(a));
+        Value first = ar::CmpIOp::create(nb, nl, ar::CmpIPredicate::eq, idx,
+                                         ar::ConstantIndexOp::create(nb, nl, 0));
+        take = ar::OrIOp::create(nb, nl, take, first);
+        Value i_val = ar::IndexCastOp::create(nb, nl, best_i.getType(), idx);
+        mlir::linalg::YieldOp::create(nb, nl, mlir::ValueRange{ar::SelectOp::create(nb, nl, take, v, best).getResult(),
+                                                               ar::SelectOp::create(nb, nl, take, i_val, best_i).getResult()});
+      });
+  return wrap(ctx, g.getResult(1), ishape);
+}
+}  // namespace
+
+Tensor argmax(const Tensor& x, const Axis& axis, DType index_dtype) { return arg_extremum("argmax", x, axis, index_dtype, true); }
+Tensor argmin(const Tensor& x, const Axis& axis, DType index_dtype) { return arg_extremum("argmin", x, axis, index_dtype, false); }
 
 }  // namespace radix
