@@ -41,6 +41,23 @@ Tensor full(const Shape& shape, double value);
 Tensor constant(const Shape& shape, std::span<const double> data);
 // 0, 1, ..., n-1 along a new rank-1 axis (optionally tagged).
 Tensor iota(int64_t n, DType dtype, Tag tag = Tag());
+// start, start + step, ... below stop (above it for a negative step), as
+// NumPy's arange: ceil((stop - start) / step) elements, computed as
+// start + i * step in double and rounded once to dtype.
+Tensor arange(double start, double stop, double step = 1, DType dtype = DType::kF32, Tag tag = Tag());
+// num evenly spaced values from start to stop (inclusive when `endpoint`):
+// start + i * (stop - start) / (num - endpoint), computed in double.
+Tensor linspace(double start, double stop, int64_t num, DType dtype = DType::kF32, Tag tag = Tag(),
+                bool endpoint = true);
+Tensor zeros(const Shape& shape);
+Tensor ones(const Shape& shape);
+// [rows, cols] with ones where col - row == k (k = 0: the main diagonal).
+Tensor eye(int64_t rows, int64_t cols, DType dtype = DType::kF32, int64_t k = 0, Tag row_tag = Tag(),
+           Tag col_tag = Tag());
+// Bool [rows, cols] masks: lower triangle col <= row + k; upper col >= row + k.
+// tril_mask(n, n) is the causal attention mask.
+Tensor tril_mask(int64_t rows, int64_t cols, int64_t k = 0, Tag row_tag = Tag(), Tag col_tag = Tag());
+Tensor triu_mask(int64_t rows, int64_t cols, int64_t k = 0, Tag row_tag = Tag(), Tag col_tag = Tag());
 
 // ---------------------------------------------------------------- elementwise
 Tensor add(const Tensor& a, const Tensor& b);
