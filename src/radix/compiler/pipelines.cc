@@ -25,7 +25,8 @@ const PipelineStage kStages[] = {
     {"schedule", "radix-materialize-reduction-indices"},
     {"bufferize",
      "eliminate-empty-tensors,"
-     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map "
+     "allow-return-allocs-from-loops},"
      "buffer-deallocation-pipeline,canonicalize,cse,radix-strided-copies-to-loops"},
     {"math", "func.func(math-extend-to-supported-types),radix-math-approximation"},
     {"lower",
