@@ -9,7 +9,7 @@ PKGS=(
   cmake ninja-build g++ pkg-config
   libmlir-22-dev mlir-22-tools llvm-22-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libopenblas-dev
+  libopenblas-dev libdnnl-dev
 )
 
 missing=()

@@ -1,5 +1,6 @@
 #include "radix/compiler/schedule.h"
 
+#include <algorithm>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -203,6 +204,111 @@ void emit_packed_matmul(std::ostringstream& body, const std::string& id, const V
           "!transform.op<\"linalg.transpose\">, !transform.op<\"tensor.collapse_shape\">, "
           "!transform.op<\"tensor.extract_slice\">)\n";
 }
+
+// ---- Convolutions (trace/ops_conv.cc) ---------------------------------------
+// A static f32/f64 linalg.conv_2d_nhwc_hwcf (every conv2d / conv1d is traced
+// to one) is tiled to a register tile of tw output columns x tf output
+// channels (one output row, one batch), its reductions to steps of one kh,
+// one kw and kConvChannelStep input channels, decomposed into a 1-D
+// convolution (transform.structured.decompose needs unit oh / kh) and
+// vectorized: each step is tw broadcasts x tf-wide FMAs per input channel,
+// the accumulators hoisted out of the reduction loops, as in the matmul
+// register tiles. (Channels-first conv_2d_nchw_fchw would vectorize too, but
+// the vectorizer transposes every tile to channels-last and back.)
+constexpr int64_t kConvChannelStep = 4;
+struct ConvTiles {
+  std::vector<int64_t> parallel, reduction;
+};
+
+std::optional<ConvTiles> conv_tiles(mlir::linalg::LinalgOp op, const VectorIsa& isa) {
+  if (!llvm::isa<mlir::linalg::Conv2DNhwcHwcfOp>(op.getOperation())) return std::nullopt;
+  mlir::Type et = llvm::cast<mlir::ShapedType>(op->getResult(0).getType()).getElementType();
+  if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et)) return std::nullopt;
+  // Loops (n, oh, ow, f, kh, kw, c).
+  llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  const int64_t OW = r[2], F = r[3], Cin = r[6];
+  // Tiles always divide their dims (so the tile is static and vectorizes).
+  // Each reduction step loads tw input scalars (broadcast) and tf / lanes
+  // kernel vectors for tw * tf / lanes FMAs: pick tf (a divisor of F, up to
+  // four vectors) and tw (a divisor of OW, up to 8) with the most useful FMAs
+  // per load, the accumulators within kMaxAccumulatorShare of the registers.
+  const int64_t lanes = isa.f32_lanes;
+  const auto max_acc = static_cast<int64_t>(kMaxAccumulatorShare * static_cast<double>(isa.registers));
+  int64_t tw = 1, tf = 1;
+  double best = -1;
+  for (int64_t f = std::min<int64_t>(F, 4 * lanes); f >= 1; --f) {
+    if (F % f != 0) continue;
+    const int64_t vectors = (f + lanes - 1) / lanes;
+    for (int64_t w = 8; w >= 1; --w) {
+      if (OW % w != 0 || w * vectors > max_acc) continue;
+      const double score = static_cast<double>(w * f) / static_cast<double>(lanes * (w + vectors));
+      if (score > best + 1e-9) {
+        best = score;
+        tw = w;
+        tf = f;
+      }
+    }
+  }
+  ConvTiles t;
+  t.parallel = {1, 1, tw, tf, 0, 0, 0};
+  t.reduction = {0, 0, 0, 0, 1, 1, Cin % kConvChannelStep == 0 ? kConvChannelStep : 1};
+  return t;
+}
+
+// linalg.pooling_nhwc_max / min / sum (reduce_window over H and W of NHWC;
+// trace/ops_conv.cc), loops (n, oh, ow, c, kh, kw): the same path as a
+// convolution, with tiles of tw output columns x tc channels (a divisor of C
+// up to two vectors) and one window tap per step.
+std::optional<ConvTiles> pool_tiles(mlir::linalg::LinalgOp op, const VectorIsa& isa) {
+  if (!llvm::isa<mlir::linalg::PoolingNhwcMaxOp, mlir::linalg::PoolingNhwcMinOp, mlir::linalg::PoolingNhwcSumOp>(
+          op.getOperation()))
+    return std::nullopt;
+  mlir::Type et = llvm::cast<mlir::ShapedType>(op->getResult(0).getType()).getElementType();
+  if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et)) return std::nullopt;
+  llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  const int64_t OW = r[2], C = r[3], lanes = isa.f32_lanes;
+  int64_t tc = 1;
+  for (int64_t c = std::min<int64_t>(C, 2 * lanes); c >= 1; --c)
+    if (C % c == 0) {
+      tc = c;
+      break;
+    }
+  const int64_t vectors = (tc + lanes - 1) / lanes;
+  const auto max_acc = static_cast<int64_t>(kMaxAccumulatorShare * static_cast<double>(isa.registers));
+  int64_t tw = 1;
+  for (int64_t w = 8; w >= 1; --w)
+    if (OW % w == 0 && w * vectors <= max_acc) {
+      tw = w;
+      break;
+    }
+  return ConvTiles{{1, 1, tw, tc, 0, 0}, {0, 0, 0, 0, 1, 1}};
+}
+
+void emit_conv(std::ostringstream& body, const std::string& id, const ConvTiles& t) {
+  emit_tile(body, id, id + "r", t.parallel);
+  emit_tile(body, id + "r", id + "s", t.reduction);
+  body << "    %" << id << "d = transform.structured.decompose %" << id
+       << "s : (!transform.any_op) -> !transform.any_op\n"
+       << "    transform.structured.vectorize %" << id << "d : !transform.any_op\n";
+}
+
+// A linalg.generic reading an operand through a sum of loop dims (o * s + w):
+// grouped convolutions and reduce_window. The vectorizer accepts only
+// projected permutations (or named convolutions), so these stay plain loops
+// rather than reaching the reduction / elementwise cases below.
+bool is_windowed_generic(mlir::linalg::LinalgOp op) {
+  if (!llvm::isa<mlir::linalg::GenericOp>(op.getOperation())) return false;
+  for (mlir::AffineMap m : op.getIndexingMapsArray())
+    for (mlir::AffineExpr e : m.getResults())
+      if (e.getKind() == mlir::AffineExprKind::Add) return true;
+  return false;
+}
+// The interior copy of a convolution's / pooling's padding (trace/ops_conv.cc,
+// pad()): a linalg.generic reading its input with tensor.extract at its own
+// indices. Tiled like an elementwise op; the n-D extract vectorizes to
+// contiguous loads only with vectorize_nd_extract.
+bool is_pad_copy(mlir::linalg::LinalgOp op) { return op->hasAttr("radix.pad_copy"); }
+// -----------------------------------------------------------------------------
 }  // namespace
 
 std::string ScheduleSummary::to_string() const {
@@ -246,6 +352,34 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
       ++sid;
     };
     llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+
+    // Convolutions and NHWC pooling (own block; see conv_tiles, pool_tiles).
+    // Not counted in the summary's categories.
+    std::optional<ConvTiles> tiles = conv_tiles(op, isa);
+    if (!tiles) tiles = pool_tiles(op, isa);
+    if (tiles) {
+      match();
+      emit_conv(body, id, *tiles);
+      return;
+    }
+    if (is_windowed_generic(op)) {
+      ++sum.skipped;
+      return;
+    }
+    if (is_pad_copy(op) && !touches_bool(op)) {
+      // Always vectorized (a whole odd innermost dim as one vector if need
+      // be): left as a loop, the unit-dim folding below would turn its
+      // in-place write into a strided memref.copy (see trace/ops_conv.cc).
+      int64_t v = largest_divisor(ranges.back(), kElementwiseWidths);
+      if (v < 4) v = ranges.back() <= 64 ? ranges.back() : 1;
+      match();
+      std::vector<int64_t> sizes(ranges.size(), 1);
+      sizes.back() = v;
+      emit_tile(body, id, id + "t", sizes);
+      body << "    transform.structured.vectorize %" << id << "t {vectorize_nd_extract} : !transform.any_op\n";
+      ++sum.elementwise;
+      return;
+    }
 
     if (llvm::isa<mlir::linalg::MatmulOp>(op.getOperation())) {
       auto mm = plain_matmul(op.getOperation());
