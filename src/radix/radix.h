@@ -10,6 +10,7 @@
 #include "radix/core/half.h"
 #include "radix/core/shape.h"
 #include "radix/core/status.h"
+#include "radix/nn/nn.h"
 #include "radix/runtime/buffer.h"
 #include "radix/runtime/executable.h"
 #include "radix/runtime/platform.h"

@@ -178,5 +178,7 @@ Tensor operator/(double a, const Tensor& b);
 #include "radix/trace/ops_layout.h"
 #include "radix/trace/ops_math.h"
 #include "radix/trace/ops_random.h"
+#include "radix/trace/ops_scan.h"
+#include "radix/trace/ops_scatter.h"
 #include "radix/trace/ops_sort.h"
 

@@ -1,0 +1,3 @@
+#include "radix/trace/ops_scan.h"
+
+namespace radix {}  // namespace radix

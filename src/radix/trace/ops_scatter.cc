@@ -1,0 +1,3 @@
+#include "radix/trace/ops_scatter.h"
+
+namespace radix {}  // namespace radix
