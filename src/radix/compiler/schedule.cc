@@ -441,13 +441,14 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
     if (auto fill = llvm::dyn_cast<mlir::linalg::FillOp>(op.getOperation()); fill && feeds_only_packed_matmuls(fill, isa))
       return;  // folded into the packed matmul's accumulator
     // Reductions (reduce_sum / max / min): one reduction loop, no bools.
-    if (llvm::isa<mlir::linalg::GenericOp>(op.getOperation()) && op.getNumReductionLoops() == 1 &&
+    // Reductions over one or several axes (reduce_sum(x, {0, 2}), a full
+    // reduction): every loop but the innermost steps by 1 (reduction loops
+    // too, accumulating in order), so the vector work is one axis.
+    if (llvm::isa<mlir::linalg::GenericOp>(op.getOperation()) && op.getNumReductionLoops() >= 1 &&
         op.getNumDpsInits() == 1 && !touches_bool(op)) {
       llvm::SmallVector<mlir::utils::IteratorType> iters = op.getIteratorTypesArray();
       const size_t n = iters.size();
-      size_t red = 0;
-      while (iters[red] != mlir::utils::IteratorType::reduction) ++red;
-      if (red + 1 == n) {
+      if (iters.back() == mlir::utils::IteratorType::reduction) {
         // Innermost reduction (row sums): rows one at a time, the row split
         // into V partial sums (tile_reduction_using_for), combined at the end.
         const int64_t v = largest_divisor(ranges.back(), kElementwiseWidths);
