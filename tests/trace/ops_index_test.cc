@@ -33,9 +33,12 @@ int64_t clampi(int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, 
 TEST(IndexOps, DynamicSliceAndUpdateClampLikeStableHlo) {
   on_every_schedule([] {
     // A KV-cache step: cache [s=10, d=16], write a [1, 16] row at pos, read a window.
-    const Shape cache(DType::kF32, {10, 16}, {"s", "d"}), row(DType::kF32, {1, 16}, {"s", "d"}), pos(DType::kI32);
-    for (int p : {0, 3, 9, 12, -4}) {
-      SCOPED_TRACE("pos " + std::to_string(p));
+    const Shape cache(DType::kF32, {10, 16}, {"s", "d"}), row(DType::kF32, {1, 16}, {"s", "d"});
+    for (int p : {0, 3, 9, 12, -4})
+    for (DType pd : {DType::kI32, DType::kI64, DType::kU64, DType::kI8}) {  // every width of start
+      if (p < 0 && pd == DType::kU64) continue;
+      const Shape pos(pd);
+      SCOPED_TRACE("pos " + std::to_string(p) + " " + std::string(dtype_name(pd)));
       Vals c = iota_vals(160), r;
       for (int j = 0; j < 16; ++j) r.push_back(1000 + j);
       Outs o = run([](Tensor kv, Tensor x, Tensor at) {

@@ -39,7 +39,7 @@ void check_index_tensor(const char* op, const Shape& t, const std::string& opera
 // An index-typed scalar from element `at` of an integer tensor, clamped into [lo, hi].
 Value clamped_index(mlir::OpBuilder& b, mlir::Location l, Value t, mlir::ValueRange at, DType d, int64_t lo, int64_t hi) {
   Value v = mlir::tensor::ExtractOp::create(b, l, t, at);
-  if (dtype_bits(d) < 64 || is_signed_int(d))
+  if (dtype_bits(d) < 64)
     v = is_signed_int(d) ? Value(ar::ExtSIOp::create(b, l, b.getI64Type(), v)) : Value(ar::ExtUIOp::create(b, l, b.getI64Type(), v));
   if (dtype_bits(d) == 64 && !is_signed_int(d)) {
     // u64 past INT64_MAX reads as negative: treat it as huge.
