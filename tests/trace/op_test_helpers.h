@@ -208,5 +208,27 @@ Shape shape_of(DType d, std::vector<int64_t> dims, std::vector<Tag> tags = {}) {
   return Shape(d, std::span<const int64_t>(dims), std::span<const Tag>(tags));
 }
 
+// Runs `body` under every schedule: the SSE, AVX2 and AVX-512 tilings
+// (CompileOptions::schedule_isa), then as plain loops (vectorize off).
+void on_every_schedule(const std::function<void()>& body) {
+  const VectorIsa isas[] = {{4, 16}, {8, 16}, {16, 32}};
+  for (const VectorIsa& isa : isas) {
+    SCOPED_TRACE("schedule_isa " + std::to_string(isa.f32_lanes) + " lanes");
+    g_opts.compile.schedule_isa = isa;
+    body();
+  }
+  g_opts.compile.schedule_isa = {};
+  ScalarLoops scalar;
+  SCOPED_TRACE("scalar loops");
+  body();
+}
+
+// 0, 1, ..., n-1.
+Vals iota_vals(int64_t n) {
+  Vals v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(static_cast<Val>(i));
+  return v;
+}
+
 }  // namespace
 }  // namespace radix

@@ -12,19 +12,6 @@
 namespace radix {
 namespace {
 
-void on_every_schedule(const std::function<void()>& body) {
-  const VectorIsa isas[] = {{4, 16}, {8, 16}, {16, 32}};
-  for (const VectorIsa& isa : isas) {
-    SCOPED_TRACE("schedule_isa " + std::to_string(isa.f32_lanes) + " lanes");
-    g_opts.compile.schedule_isa = isa;
-    body();
-  }
-  g_opts.compile.schedule_isa = {};
-  ScalarLoops scalar;
-  SCOPED_TRACE("scalar loops");
-  body();
-}
-
 double sigm(double x) { return 1 / (1 + std::exp(-x)); }
 
 TEST(Activations, ElementwiseAgainstFormulas) {

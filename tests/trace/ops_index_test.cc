@@ -10,24 +10,6 @@
 namespace radix {
 namespace {
 
-void on_every_schedule(const std::function<void()>& body) {
-  const VectorIsa isas[] = {{4, 16}, {8, 16}, {16, 32}};
-  for (const VectorIsa& isa : isas) {
-    SCOPED_TRACE("schedule_isa " + std::to_string(isa.f32_lanes) + " lanes");
-    g_opts.compile.schedule_isa = isa;
-    body();
-  }
-  g_opts.compile.schedule_isa = {};
-  ScalarLoops scalar;
-  SCOPED_TRACE("scalar loops");
-  body();
-}
-
-Vals iota_vals(int64_t n) {
-  Vals v;
-  for (int64_t i = 0; i < n; ++i) v.push_back(static_cast<Val>(i));
-  return v;
-}
 int64_t clampi(int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, lo), hi); }
 
 TEST(IndexOps, DynamicSliceAndUpdateClampLikeStableHlo) {

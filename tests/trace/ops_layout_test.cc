@@ -10,25 +10,7 @@
 namespace radix {
 namespace {
 
-void on_every_schedule(const std::function<void()>& body) {
-  const VectorIsa isas[] = {{4, 16}, {8, 16}, {16, 32}};
-  for (const VectorIsa& isa : isas) {
-    SCOPED_TRACE("schedule_isa " + std::to_string(isa.f32_lanes) + " lanes");
-    g_opts.compile.schedule_isa = isa;
-    body();
-  }
-  g_opts.compile.schedule_isa = {};
-  ScalarLoops scalar;
-  SCOPED_TRACE("scalar loops");
-  body();
-}
-
 // x[i] = i, as a [d0, d1, d2] f32 tensor; element (a, b, c) is at a*d1*d2 + b*d2 + c.
-Vals iota_vals(int64_t n) {
-  Vals v;
-  for (int64_t i = 0; i < n; ++i) v.push_back(static_cast<Val>(i));
-  return v;
-}
 
 // Reference gather: out element at multi-index o reads x at src(o) (or `fill` when src returns -1).
 Vals ref(const std::vector<int64_t>& out_dims, const std::vector<int64_t>& x_dims,

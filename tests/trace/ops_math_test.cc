@@ -14,20 +14,6 @@
 namespace radix {
 namespace {
 
-// Runs `body` under every schedule: three tilings and scalar loops.
-void on_every_schedule(const std::function<void()>& body) {
-  const VectorIsa isas[] = {{4, 16}, {8, 16}, {16, 32}};
-  for (const VectorIsa& isa : isas) {
-    SCOPED_TRACE("schedule_isa " + std::to_string(isa.f32_lanes) + " lanes");
-    g_opts.compile.schedule_isa = isa;
-    body();
-  }
-  g_opts.compile.schedule_isa = {};
-  ScalarLoops scalar;
-  SCOPED_TRACE("scalar loops");
-  body();
-}
-
 const std::vector<std::vector<int64_t>> kShapes = {{1}, {7}, {3, 17}, {2, 1, 33}, {64}};
 
 // Applies f elementwise (host reference), rounding the result to d.

@@ -16,19 +16,6 @@
 namespace radix {
 namespace {
 
-void on_every_schedule(const std::function<void()>& body) {
-  const VectorIsa isas[] = {{4, 16}, {8, 16}, {16, 32}};
-  for (const VectorIsa& isa : isas) {
-    SCOPED_TRACE("schedule_isa " + std::to_string(isa.f32_lanes) + " lanes");
-    g_opts.compile.schedule_isa = isa;
-    body();
-  }
-  g_opts.compile.schedule_isa = {};
-  ScalarLoops scalar;
-  SCOPED_TRACE("scalar loops");
-  body();
-}
-
 bool contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 int64_t clampi(int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, lo), hi); }
 
