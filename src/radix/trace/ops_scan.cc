@@ -23,6 +23,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "radix/trace/emit_util.h"
 #include "radix/trace/ops.h"
+#include "radix/trace/scalar_body.h"
 
 namespace radix {
 
@@ -30,108 +31,6 @@ using namespace detail;
 using mlir::Value;
 using mlir::ValueRange;
 namespace ar = mlir::arith;
-
-// ---------------------------------------------------------------- tracing scalar bodies
-namespace detail {
-
-// Declared again in ops_scatter.cc (which uses it for scatter's user
-// combination): traces fn on rank-0 tensors wrapping `args` at the end of the
-// builder's current block, rewrites the rank-0 linalg ops it emitted into
-// scalar ops and returns its result as a scalar of `result_dtype`. `what`
-// names the op and its operands in errors.
-mlir::Value trace_scalar_fn(CompilationContext& ctx, const std::string& what, const std::vector<mlir::Value>& args,
-                            const std::vector<DType>& dtypes, DType result_dtype,
-                            const std::function<Tensor(const std::vector<Tensor>&)>& fn);
-
-namespace {
-
-// Each rank-0 linalg.generic / linalg.fill among `ops` becomes its body's
-// scalar ops wrapped by tensor.from_elements; the clean-up canonicalization
-// folds the tensor.extract / tensor.from_elements pairs away. (The same
-// rewrite ops_sort.cc applies to comparators.)
-void scalarize(mlir::OpBuilder& b, const std::vector<mlir::Operation*>& ops) {
-  auto rank0 = [](mlir::Operation* op) {
-    for (Value v : op->getOperands())
-      if (auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType()); t && t.getRank() != 0) return false;
-    for (Value v : op->getResults())
-      if (auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType()); !t || t.getRank() != 0) return false;
-    return true;
-  };
-  for (mlir::Operation* op : ops) {
-    if (!rank0(op)) continue;
-    mlir::Location l = op->getLoc();
-    if (auto fill = llvm::dyn_cast<mlir::linalg::FillOp>(op)) {
-      b.setInsertionPoint(fill);
-      Value t = mlir::tensor::FromElementsOp::create(b, l, fill.getResult(0).getType(), ValueRange{fill.value()});
-      fill.getResult(0).replaceAllUsesWith(t);
-      fill.erase();
-    } else if (auto g = llvm::dyn_cast<mlir::linalg::GenericOp>(op)) {
-      b.setInsertionPoint(g);
-      mlir::IRMapping map;
-      mlir::Block& body = g.getRegion().front();
-      for (unsigned i = 0; i < g->getNumOperands(); ++i) {
-        mlir::BlockArgument arg = body.getArgument(i);
-        if (arg.use_empty()) continue;
-        map.map(arg, mlir::tensor::ExtractOp::create(b, l, g->getOperand(i), ValueRange{}).getResult());
-      }
-      for (mlir::Operation& inner : body.without_terminator()) b.clone(inner, map);
-      auto yield = llvm::cast<mlir::linalg::YieldOp>(body.getTerminator());
-      for (unsigned r = 0; r < g->getNumResults(); ++r) {
-        Value s = map.lookupOrDefault(yield.getOperand(r));
-        Value t = mlir::tensor::FromElementsOp::create(b, l, g->getResult(r).getType(), ValueRange{s});
-        g->getResult(r).replaceAllUsesWith(t);
-      }
-      g.erase();
-    }
-  }
-}
-
-}  // namespace
-
-mlir::Value trace_scalar_fn(CompilationContext& ctx, const std::string& what, const std::vector<mlir::Value>& args,
-                            const std::vector<DType>& dtypes, DType result_dtype,
-                            const std::function<Tensor(const std::vector<Tensor>&)>& fn) {
-  mlir::OpBuilder& bd = ctx.builder();
-  mlir::Location l = ctx.loc();
-  mlir::Block* block = bd.getInsertionBlock();
-  mlir::Operation* last = block->empty() ? nullptr : &block->back();
-  std::vector<Tensor> ts;
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto t0 = mlir::RankedTensorType::get({}, element_type(&ctx.mlir_context(), dtypes[i]));
-    ts.push_back(wrap(ctx, mlir::tensor::FromElementsOp::create(bd, l, t0, ValueRange{args[i]}), Shape(dtypes[i])));
-  }
-  Tensor r;
-  {
-    mlir::OpBuilder::InsertionGuard guard(bd);
-    ctx.push_block(block);
-    struct Pop {
-      CompilationContext& c;
-      mlir::Block* blk;
-      ~Pop() { c.pop_block(blk); }
-    } pop{ctx, block};
-    try {
-      r = fn(ts);
-    } catch (const TraceError& e) {
-      throw TraceError(what + ": in the body: " + e.what());
-    }
-  }
-  if (r.is_placeholder() || r.trace_id() != ctx.trace_id())
-    fail(what + ": the body must return a tensor traced from its arguments");
-  if (r.rank() != 0 || r.dtype() != result_dtype)
-    fail(what + ": the body must return a rank-0 " + std::string(dtype_name(result_dtype)) + " tensor, got " +
-         r.shape().to_string());
-  // Extract first: scalarize() replaces (and erases) the op defining r.
-  bd.setInsertionPointToEnd(block);
-  Value result = mlir::tensor::ExtractOp::create(bd, l, value_of(r), ValueRange{});
-  std::vector<mlir::Operation*> emitted;
-  for (auto it = last ? std::next(last->getIterator()) : block->begin(); it != block->end(); ++it)
-    emitted.push_back(&*it);
-  scalarize(bd, emitted);
-  bd.setInsertionPointToEnd(block);
-  return result;
-}
-
-}  // namespace detail
 
 // ---------------------------------------------------------------- shape inference
 namespace infer {

@@ -18,16 +18,9 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "radix/trace/emit_util.h"
 #include "radix/trace/ops.h"
+#include "radix/trace/scalar_body.h"
 
 namespace radix {
-
-namespace detail {
-// Defined in ops_scan.cc: traces a body over rank-0 tensors into the current
-// block as scalar ops.
-mlir::Value trace_scalar_fn(CompilationContext& ctx, const std::string& what, const std::vector<mlir::Value>& args,
-                            const std::vector<DType>& dtypes, DType result_dtype,
-                            const std::function<Tensor(const std::vector<Tensor>&)>& fn);
-}  // namespace detail
 
 using namespace detail;
 using mlir::Value;

@@ -15,9 +15,11 @@
 //    is ordered at the end by two stable merge sorts of k elements.
 //
 // A comparator is traced into the loop bodies on rank-0 tensors; the rank-0
-// linalg ops it emits are then rewritten into plain scalar ops (scalarize),
+// linalg ops it emits are then rewritten into plain scalar ops (scalar_body.h),
 // so the loop bodies allocate nothing.
 #include "radix/trace/ops_sort.h"
+
+#include "radix/trace/scalar_body.h"
 
 #include <string>
 
@@ -146,83 +148,16 @@ Before default_before(CompilationContext& ctx, DType d, bool descending) {
   };
 }
 
-// Rewrites each rank-0 linalg.generic / linalg.fill among `ops` into scalar
-// ops wrapped by tensor.from_elements; the clean-up canonicalization then
-// folds the tensor.extract / tensor.from_elements pairs away.
-void scalarize(mlir::OpBuilder& b, const std::vector<mlir::Operation*>& ops) {
-  auto rank0 = [](mlir::Operation* op) {
-    for (Value v : op->getOperands())
-      if (auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType()); t && t.getRank() != 0) return false;
-    for (Value v : op->getResults())
-      if (auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType()); !t || t.getRank() != 0) return false;
-    return true;
-  };
-  for (mlir::Operation* op : ops) {
-    if (!rank0(op)) continue;
-    mlir::Location l = op->getLoc();
-    if (auto fill = llvm::dyn_cast<mlir::linalg::FillOp>(op)) {
-      b.setInsertionPoint(fill);
-      Value t = mlir::tensor::FromElementsOp::create(b, l, fill.getResult(0).getType(), ValueRange{fill.value()});
-      fill.getResult(0).replaceAllUsesWith(t);
-      fill.erase();
-    } else if (auto g = llvm::dyn_cast<mlir::linalg::GenericOp>(op)) {
-      b.setInsertionPoint(g);
-      mlir::IRMapping map;
-      mlir::Block& body = g.getRegion().front();
-      for (unsigned i = 0; i < g->getNumOperands(); ++i) {
-        mlir::BlockArgument arg = body.getArgument(i);
-        if (arg.use_empty()) continue;
-        map.map(arg, mlir::tensor::ExtractOp::create(b, l, g->getOperand(i), ValueRange{}).getResult());
-      }
-      for (mlir::Operation& inner : body.without_terminator()) b.clone(inner, map);
-      auto yield = llvm::cast<mlir::linalg::YieldOp>(body.getTerminator());
-      for (unsigned r = 0; r < g->getNumResults(); ++r) {
-        Value s = map.lookupOrDefault(yield.getOperand(r));
-        Value t = mlir::tensor::FromElementsOp::create(b, l, g->getResult(r).getType(), ValueRange{s});
-        g->getResult(r).replaceAllUsesWith(t);
-      }
-      g.erase();
-    }
-  }
-}
-
 // Traces the user comparator at the builder's insertion point (the end of a
 // loop body) and returns its i1.
 Before comparator_before(CompilationContext& ctx, const char* op, const Shape& key_shape, DType d,
                          const SortComparator& cmp) {
   return [&ctx, op, key_shape, d, &cmp](Value a, Value b) -> Value {
-    mlir::OpBuilder& bd = builder(ctx);
-    mlir::Location l = ctx.loc();
-    mlir::Block* block = bd.getInsertionBlock();
-    mlir::Operation* last = block->empty() ? nullptr : &block->back();
-    auto t0 = mlir::RankedTensorType::get({}, element_type(&ctx.mlir_context(), d));
-    const Shape s(d);
-    Tensor ta = wrap(ctx, mlir::tensor::FromElementsOp::create(bd, l, t0, ValueRange{a}), s);
-    Tensor tb = wrap(ctx, mlir::tensor::FromElementsOp::create(bd, l, t0, ValueRange{b}), s);
-    Tensor r;
-    {
-      mlir::OpBuilder::InsertionGuard guard(bd);
-      ctx.push_block(block);
-      struct Pop {
-        CompilationContext& c;
-        mlir::Block* blk;
-        ~Pop() { c.pop_block(blk); }
-      } pop{ctx, block};
-      r = cmp(ta, tb);
-    }
-    if (r.is_placeholder() || r.trace_id() != ctx.trace_id())
-      fail(std::string(op) + "(" + key_shape.to_string() +
-           "): the comparator must return a tensor traced from its arguments");
-    sort_shapes::check_comparator(op, key_shape, r.shape());
-    // Extract first: scalarize() replaces (and erases) the op defining r.
-    bd.setInsertionPointToEnd(block);
-    Value result = mlir::tensor::ExtractOp::create(bd, l, value_of(r), ValueRange{});
-    std::vector<mlir::Operation*> emitted;
-    for (auto it = last ? std::next(last->getIterator()) : block->begin(); it != block->end(); ++it)
-      emitted.push_back(&*it);
-    scalarize(bd, emitted);
-    bd.setInsertionPointToEnd(block);
-    return result;
+    const std::string what = std::string(op) + "(" + key_shape.to_string() + ")";
+    return trace_scalar_fn(
+        ctx, what, {a, b}, {d, d},
+        [&](const Shape& r) { sort_shapes::check_comparator(op, key_shape, r); },
+        [&](const std::vector<Tensor>& t) { return cmp(t[0], t[1]); });
   };
 }
 
