@@ -45,13 +45,15 @@ const char* kUsage =
     "  --dump-dir DIR   write the dumps into DIR instead of standard error\n"
     "  --no-vectorize   skip the tiling + vectorization schedule (scalar loops)\n"
     "  --libm-math      f32 exp/log/tanh through libm instead of polynomial approximations\n"
-    "  --verbose        per-stage compile progress\n";
+    "  --verbose        per-stage compile progress\n"
+    "  --profile FILE   write a Chrome / Perfetto trace (tracing, stages, codegen, calls) to FILE\n";
 
 struct ExampleArgs {
   int64_t batch = 8;
   examples::MlpConfig cfg;
   int iters = 100;
   CompileOptions compile;
+  std::string profile;  // trace-event JSON path, empty = off
 };
 
 bool parse_int(const char* flag, const char* v, int64_t lo, int64_t* out, std::string* err) {
@@ -101,6 +103,11 @@ bool parse_example(int argc, char** argv, ExampleArgs* a, std::string* err) {
     } else if (f == "--no-vectorize") a->compile.vectorize = false;
     else if (f == "--libm-math") a->compile.approximate_math = false;
     else if (f == "--verbose") a->compile.verbose = true;
+    else if (f == "--profile") {
+      if (!v || !*v) { *err = "--profile needs a file path"; return false; }
+      a->profile = v;
+      ++i;
+    }
     else { *err = "unknown option '" + f + "'"; return false; }
   }
   return true;
@@ -191,7 +198,17 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "radix example: %s\n(see 'radix help')\n", err.c_str());
       return 2;
     }
-    return run_example(a);
+    if (!a.profile.empty()) Profiler::start(a.profile);
+    int rc = run_example(a);
+    if (!a.profile.empty()) {
+      Status st = Profiler::stop();
+      if (!st.ok()) {
+        std::fprintf(stderr, "radix example: %s\n", st.to_string().c_str());
+        return 1;
+      }
+      std::printf("  profile   %s (open in ui.perfetto.dev or chrome://tracing)\n", a.profile.c_str());
+    }
+    return rc;
   }
   std::fprintf(stderr, "radix: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;

@@ -14,6 +14,7 @@
 #include "radix/runtime/buffer.h"
 #include "radix/runtime/executable.h"
 #include "radix/runtime/platform.h"
+#include "radix/runtime/profiler.h"
 #include "radix/trace/compilation_context.h"
 #include "radix/trace/ops.h"
 #include "radix/trace/tensor.h"

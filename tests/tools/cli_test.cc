@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -42,6 +43,24 @@ TEST(Cli, DumpsStagesAndVerboseTimings) {
   EXPECT_NE(r.out.find("radix stage: llvm-ir"), std::string::npos);
   EXPECT_NE(r.out.find("define void @_mlir_ciface_main"), std::string::npos);
   EXPECT_NE(r.out.find("[radix cpu] stage bufferize"), std::string::npos);
+}
+
+TEST(Cli, ProfileWritesATraceFile) {
+  const std::string path = "/tmp/radix-cli-profile-" + std::to_string(::getpid()) + ".json";
+  CliRun r = run("example --batch 2 --layers 1 --iters 2 --profile " + path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("profile   " + path), std::string::npos) << r.out;
+  FILE* f = std::fopen(path.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string text;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), f)) text.append(buf.data(), n);
+  std::fclose(f);
+  std::remove(path.c_str());
+  EXPECT_EQ(text.rfind("{\"traceEvents\": [", 0), 0u) << text.substr(0, 80);
+  for (const char* span : {"\"trace mlp\"", "\"stage lower\"", "\"llvm codegen\"", "\"execute "})
+    EXPECT_NE(text.find(span), std::string::npos) << span;
+  EXPECT_EQ(run("example --profile").code, 2);
 }
 
 TEST(Cli, BadInputGetsAClearErrorAndExitCode2) {

@@ -12,6 +12,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "radix/compiler/passes.h"
 #include "radix/compiler/schedule.h"
+#include "radix/runtime/profiler.h"
 #include "radix/trace/diagnostic_collector.h"
 
 namespace radix {
@@ -129,6 +130,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CompileOptions& options, St
   for (const PipelineStage& stage : kStages) {
     auto t0 = std::chrono::steady_clock::now();
     std::string name = stage.name;
+    Profiler::Span span("stage " + name, "compile");
     if (name == "schedule") {
       if (!options.vectorize) continue;
       RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, diags));

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "radix/runtime/profiler.h"
+
 namespace radix {
 
 std::string CompileStats::summary() const {
@@ -55,7 +57,10 @@ Result<std::vector<Buffer>> Executable::call(std::span<const Buffer* const> inpu
     out_ptrs.push_back(o.device_ptr());
     outs.push_back(std::move(o));
   }
-  RADIX_RETURN_IF_ERROR(exe_->execute(in_ptrs, out_ptrs));
+  {
+    Profiler::Span span("execute " + sig_.to_string(), "execute");
+    RADIX_RETURN_IF_ERROR(exe_->execute(in_ptrs, out_ptrs));
+  }
   return outs;
 }
 

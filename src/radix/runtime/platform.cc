@@ -1,5 +1,7 @@
 #include "radix/runtime/platform.h"
 
+#include "radix/runtime/profiler.h"
+
 #include "radix/backends/cpu/cpu_backend.h"
 #include "radix/trace/traced_module.h"
 
@@ -11,6 +13,7 @@ Platform Platform::cpu() {
 }
 
 Result<Executable> Platform::compile(const TracedModule& module, const CompileOptions& options) const {
+  Profiler::Span span("compile " + module.name() + " on " + backend_->name(), "compile");
   RADIX_ASSIGN_OR_RETURN(auto exe, backend_->compile(module, options));
   return Executable(backend_, std::move(exe), module.signature());
 }

@@ -20,6 +20,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
+#include "radix/runtime/profiler.h"
 #include "radix/trace/diagnostic_collector.h"
 #include "radix/trace/mlir_bridge.h"
 
@@ -197,6 +198,7 @@ Status CompilationContext::emit_main(const std::vector<Shape>& inputs, const std
 Result<TracedModule> trace(const TraceOptions& options, const std::vector<Shape>& inputs,
                            const std::vector<std::string>& input_names, size_t n_model,
                            const CompilationContext::Body& body) {
+  Profiler::Span span("trace " + options.name, "trace");
   auto ctx = std::make_unique<CompilationContext>(options);
   Signature sig;
   RADIX_RETURN_IF_ERROR(ctx->emit_main(inputs, input_names, n_model, body, &sig));

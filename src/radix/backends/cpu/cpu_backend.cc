@@ -1,4 +1,5 @@
 #include "radix/backends/cpu/cpu_backend.h"
+#include "radix/runtime/profiler.h"
 
 #include <atomic>
 #include <chrono>
@@ -199,6 +200,7 @@ class CpuBackend : public Backend {
 
     // JIT: translate to LLVM IR, optimize at opt_level, emit machine code.
     t0 = Clock::now();
+    Profiler::Span jit_span("llvm codegen", "compile");
     auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
     if (!jtmb) return compile_error("cannot detect the host target: " + llvm::toString(jtmb.takeError()));
     const auto cg = options.opt_level == 0   ? llvm::CodeGenOptLevel::None
