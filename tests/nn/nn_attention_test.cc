@@ -46,115 +46,125 @@ Vals naive_attention(const Vals& q, const Vals& k, const Vals& v, int64_t B, int
 }
 
 TEST(NnAttention, GroupedQueryMatchesNaiveLoop) {
-  const int64_t B = 2, S = 3, T = 5, HQ = 4, HKV = 2, D = 8;
-  const Shape qs(DType::kF32, {B, S, HQ, D}, {"b", "s", "h", "d"}), ks(DType::kF32, {B, T, HKV, D}, {"b", "t", "h", "d"});
-  Vals q = quantize(DType::kF32, rand_vals(static_cast<size_t>(qs.count()), -1, 1, 1));
-  Vals k = quantize(DType::kF32, rand_vals(static_cast<size_t>(ks.count()), -1, 1, 2));
-  Vals v = quantize(DType::kF32, rand_vals(static_cast<size_t>(ks.count()), -1, 1, 3));
-  Outs o = run([](Tensor q, Tensor k, Tensor v) {
-    // Causal with the queries at the last S positions of T (offset T - S).
-    return std::vector<Tensor>{nn::attention(q, k, v),
-                               nn::attention(q, k, v, {.mask = nn::causal_mask(S, T, T - S)}),
-                               nn::attention(q, k, v, {.mask = nn::sliding_window_mask(S, T, 2, T - S)})};
-  }, {q, k, v}, qs, ks, ks);
-  EXPECT_EQ(o.shapes[0], qs);
-  EXPECT_TRUE(close(o.values[0], naive_attention(q, k, v, B, S, T, HQ, HKV, D, [](auto, auto, auto) { return true; }),
-                    DType::kF32, 2e-5, 2e-6));
-  EXPECT_TRUE(close(o.values[1],
-                    naive_attention(q, k, v, B, S, T, HQ, HKV, D, [](auto, int64_t i, int64_t j) { return j <= i + T - S; }),
-                    DType::kF32, 2e-5, 2e-6));
-  EXPECT_TRUE(close(o.values[2], naive_attention(q, k, v, B, S, T, HQ, HKV, D, [](auto, int64_t i, int64_t j) {
-                      return j <= i + T - S && j > i + T - S - 2;
-                    }), DType::kF32, 2e-5, 2e-6));
+  on_every_schedule([&] {
+    const int64_t B = 2, S = 3, T = 5, HQ = 4, HKV = 2, D = 8;
+    const Shape qs(DType::kF32, {B, S, HQ, D}, {"b", "s", "h", "d"}), ks(DType::kF32, {B, T, HKV, D}, {"b", "t", "h", "d"});
+    Vals q = quantize(DType::kF32, rand_vals(static_cast<size_t>(qs.count()), -1, 1, 1));
+    Vals k = quantize(DType::kF32, rand_vals(static_cast<size_t>(ks.count()), -1, 1, 2));
+    Vals v = quantize(DType::kF32, rand_vals(static_cast<size_t>(ks.count()), -1, 1, 3));
+    Outs o = run([](Tensor q, Tensor k, Tensor v) {
+      // Causal with the queries at the last S positions of T (offset T - S).
+      return std::vector<Tensor>{nn::attention(q, k, v),
+                                 nn::attention(q, k, v, {.mask = nn::causal_mask(S, T, T - S)}),
+                                 nn::attention(q, k, v, {.mask = nn::sliding_window_mask(S, T, 2, T - S)})};
+    }, {q, k, v}, qs, ks, ks);
+    EXPECT_EQ(o.shapes[0], qs);
+    EXPECT_TRUE(close(o.values[0], naive_attention(q, k, v, B, S, T, HQ, HKV, D, [](auto, auto, auto) { return true; }),
+                      DType::kF32, 2e-5, 2e-6));
+    EXPECT_TRUE(close(o.values[1],
+                      naive_attention(q, k, v, B, S, T, HQ, HKV, D, [](auto, int64_t i, int64_t j) { return j <= i + T - S; }),
+                      DType::kF32, 2e-5, 2e-6));
+    EXPECT_TRUE(close(o.values[2], naive_attention(q, k, v, B, S, T, HQ, HKV, D, [](auto, int64_t i, int64_t j) {
+                        return j <= i + T - S && j > i + T - S - 2;
+                      }), DType::kF32, 2e-5, 2e-6));
+  });
 }
 
 TEST(NnAttention, HalfInputsComputeInF32) {
-  const int64_t B = 1, S = 4, HQ = 2, HKV = 1, D = 16;
-  const Shape qs(DType::kF16, {B, S, HQ, D}), ks(DType::kF16, {B, S, HKV, D});
-  Vals q = quantize(DType::kF16, rand_vals(static_cast<size_t>(qs.count()), -2, 2, 4));
-  Vals k = quantize(DType::kF16, rand_vals(static_cast<size_t>(ks.count()), -2, 2, 5));
-  Vals v = quantize(DType::kF16, rand_vals(static_cast<size_t>(ks.count()), -2, 2, 6));
-  Outs o = run([](Tensor q, Tensor k, Tensor v) {
-    return nn::attention(q, k, v, {.mask = nn::causal_mask(S, S)});
-  }, {q, k, v}, qs, ks, ks);
-  EXPECT_EQ(o.shapes[0], qs);
-  EXPECT_TRUE(close(o.values[0],
-                    naive_attention(q, k, v, B, S, S, HQ, HKV, D, [](auto, int64_t i, int64_t j) { return j <= i; }),
-                    DType::kF16, 4e-3, 4e-3));
+  on_every_schedule([&] {
+    const int64_t B = 1, S = 4, HQ = 2, HKV = 1, D = 16;
+    const Shape qs(DType::kF16, {B, S, HQ, D}), ks(DType::kF16, {B, S, HKV, D});
+    Vals q = quantize(DType::kF16, rand_vals(static_cast<size_t>(qs.count()), -2, 2, 4));
+    Vals k = quantize(DType::kF16, rand_vals(static_cast<size_t>(ks.count()), -2, 2, 5));
+    Vals v = quantize(DType::kF16, rand_vals(static_cast<size_t>(ks.count()), -2, 2, 6));
+    Outs o = run([](Tensor q, Tensor k, Tensor v) {
+      return nn::attention(q, k, v, {.mask = nn::causal_mask(S, S)});
+    }, {q, k, v}, qs, ks, ks);
+    EXPECT_EQ(o.shapes[0], qs);
+    EXPECT_TRUE(close(o.values[0],
+                      naive_attention(q, k, v, B, S, S, HQ, HKV, D, [](auto, int64_t i, int64_t j) { return j <= i; }),
+                      DType::kF16, 4e-3, 4e-3));
+  });
 }
 
 TEST(NnAttention, KvCacheDecodeEqualsFullAttention) {
-  // Prefill 3 tokens, then decode 2 one at a time, into a cache of 8 entries.
-  const int64_t B = 1, TOTAL = 5, MAXT = 8, HQ = 4, HKV = 2, D = 8;
-  const Shape qall(DType::kF32, {B, TOTAL, HQ, D}), kall(DType::kF32, {B, TOTAL, HKV, D});
-  Vals q = quantize(DType::kF32, rand_vals(static_cast<size_t>(qall.count()), -1, 1, 7));
-  Vals k = quantize(DType::kF32, rand_vals(static_cast<size_t>(kall.count()), -1, 1, 8));
-  Vals v = quantize(DType::kF32, rand_vals(static_cast<size_t>(kall.count()), -1, 1, 9));
-  Outs full = run([](Tensor q, Tensor k, Tensor v) {
-    return nn::attention(q, k, v, {.mask = nn::causal_mask(TOTAL, TOTAL)});
-  }, {q, k, v}, qall, kall, kall);
-  EXPECT_TRUE(close(full.values[0],
-                    naive_attention(q, k, v, B, TOTAL, TOTAL, HQ, HKV, D, [](auto, int64_t i, int64_t j) { return j <= i; }),
-                    DType::kF32, 2e-5, 2e-6));
+  on_every_schedule([&] {
+    // Prefill 3 tokens, then decode 2 one at a time, into a cache of 8 entries.
+    const int64_t B = 1, TOTAL = 5, MAXT = 8, HQ = 4, HKV = 2, D = 8;
+    const Shape qall(DType::kF32, {B, TOTAL, HQ, D}), kall(DType::kF32, {B, TOTAL, HKV, D});
+    Vals q = quantize(DType::kF32, rand_vals(static_cast<size_t>(qall.count()), -1, 1, 7));
+    Vals k = quantize(DType::kF32, rand_vals(static_cast<size_t>(kall.count()), -1, 1, 8));
+    Vals v = quantize(DType::kF32, rand_vals(static_cast<size_t>(kall.count()), -1, 1, 9));
+    Outs full = run([](Tensor q, Tensor k, Tensor v) {
+      return nn::attention(q, k, v, {.mask = nn::causal_mask(TOTAL, TOTAL)});
+    }, {q, k, v}, qall, kall, kall);
+    EXPECT_TRUE(close(full.values[0],
+                      naive_attention(q, k, v, B, TOTAL, TOTAL, HQ, HKV, D, [](auto, int64_t i, int64_t j) { return j <= i; }),
+                      DType::kF32, 2e-5, 2e-6));
 
-  const Shape cache(DType::kF32, {B, MAXT, HKV, D}, {"b", "t", "h", "d"}), pos(DType::kI32);
-  auto step = [](Tensor q, Tensor k, Tensor v, Tensor ck, Tensor cv, Tensor p) {
-    nn::CachedAttention<> r = nn::cached_attention(q, k, v, ck, cv, p);
-    return std::vector<Tensor>{r.out, r.cache_k, r.cache_v};
-  };
-  // Token rows [from, from + n) of a [1, TOTAL, H, D] host tensor.
-  auto rows = [](const Vals& x, int64_t H, int64_t from, int64_t n) {
-    return Vals(x.begin() + from * H * D, x.begin() + (from + n) * H * D);
-  };
-  Vals ck(static_cast<size_t>(cache.count()), 0), cv = ck;
-  Vals got;
-  int64_t at = 0;
-  for (int64_t n : {3, 1, 1}) {
-    SCOPED_TRACE("step at " + std::to_string(at));
-    const Shape qs(DType::kF32, {B, n, HQ, D}), ks(DType::kF32, {B, n, HKV, D});
-    Outs o = run(step, {rows(q, HQ, at, n), rows(k, HKV, at, n), rows(v, HKV, at, n), ck, cv, {static_cast<Val>(at)}},
-                 qs, ks, ks, cache, cache, pos);
-    got.insert(got.end(), o.values[0].begin(), o.values[0].end());
-    ck = o.values[1], cv = o.values[2];
-    at += n;
-  }
-  // Written entries are the keys; the rest stay zero.
-  Vals want_k = rows(k, HKV, 0, TOTAL);
-  want_k.resize(static_cast<size_t>(cache.count()), 0);
-  EXPECT_TRUE(close(ck, want_k, DType::kF32));
-  EXPECT_TRUE(close(got, full.values[0], DType::kF32, 2e-5, 2e-6));
+    const Shape cache(DType::kF32, {B, MAXT, HKV, D}, {"b", "t", "h", "d"}), pos(DType::kI32);
+    auto step = [](Tensor q, Tensor k, Tensor v, Tensor ck, Tensor cv, Tensor p) {
+      nn::CachedAttention<> r = nn::cached_attention(q, k, v, ck, cv, p);
+      return std::vector<Tensor>{r.out, r.cache_k, r.cache_v};
+    };
+    // Token rows [from, from + n) of a [1, TOTAL, H, D] host tensor.
+    auto rows = [](const Vals& x, int64_t H, int64_t from, int64_t n) {
+      return Vals(x.begin() + from * H * D, x.begin() + (from + n) * H * D);
+    };
+    Vals ck(static_cast<size_t>(cache.count()), 0), cv = ck;
+    Vals got;
+    int64_t at = 0;
+    for (int64_t n : {3, 1, 1}) {
+      SCOPED_TRACE("step at " + std::to_string(at));
+      const Shape qs(DType::kF32, {B, n, HQ, D}), ks(DType::kF32, {B, n, HKV, D});
+      Outs o = run(step, {rows(q, HQ, at, n), rows(k, HKV, at, n), rows(v, HKV, at, n), ck, cv, {static_cast<Val>(at)}},
+                   qs, ks, ks, cache, cache, pos);
+      got.insert(got.end(), o.values[0].begin(), o.values[0].end());
+      ck = o.values[1], cv = o.values[2];
+      at += n;
+    }
+    // Written entries are the keys; the rest stay zero.
+    Vals want_k = rows(k, HKV, 0, TOTAL);
+    want_k.resize(static_cast<size_t>(cache.count()), 0);
+    EXPECT_TRUE(close(ck, want_k, DType::kF32));
+    EXPECT_TRUE(close(got, full.values[0], DType::kF32, 2e-5, 2e-6));
+  });
 }
 
 TEST(NnAttention, NonCausalCacheSeesOnlyWrittenEntries) {
-  const int64_t S = 2, MAXT = 6, H = 1, D = 4;
-  const Shape qs(DType::kF32, {1, S, H, D}), cache(DType::kF32, {1, MAXT, H, D});
-  Vals q = quantize(DType::kF32, rand_vals(S * D, -1, 1, 10)), k = quantize(DType::kF32, rand_vals(S * D, -1, 1, 11));
-  Vals v = quantize(DType::kF32, rand_vals(S * D, -1, 1, 12));
-  Vals ck = quantize(DType::kF32, rand_vals(MAXT * D, -1, 1, 13)), cv = quantize(DType::kF32, rand_vals(MAXT * D, -1, 1, 14));
-  Outs o = run([](Tensor q, Tensor k, Tensor v, Tensor ck, Tensor cv, Tensor p) {
-    return nn::cached_attention(q, k, v, ck, cv, p, {.causal = false}).out;
-  }, {q, k, v, ck, cv, {2}}, qs, qs, qs, cache, cache, Shape(DType::kI64));
-  // Keys 0..1 from the old cache, 2..3 new: positions [0, 4) visible to both queries.
-  for (int64_t i = 0; i < S * D; ++i) ck[static_cast<size_t>(2 * D + i)] = k[static_cast<size_t>(i)], cv[static_cast<size_t>(2 * D + i)] = v[static_cast<size_t>(i)];
-  EXPECT_TRUE(close(o.values[0], naive_attention(q, ck, cv, 1, S, MAXT, H, H, D, [](auto, auto, int64_t j) { return j < 4; }),
-                    DType::kF32, 2e-5, 2e-6));
+  on_every_schedule([&] {
+    const int64_t S = 2, MAXT = 6, H = 1, D = 4;
+    const Shape qs(DType::kF32, {1, S, H, D}), cache(DType::kF32, {1, MAXT, H, D});
+    Vals q = quantize(DType::kF32, rand_vals(S * D, -1, 1, 10)), k = quantize(DType::kF32, rand_vals(S * D, -1, 1, 11));
+    Vals v = quantize(DType::kF32, rand_vals(S * D, -1, 1, 12));
+    Vals ck = quantize(DType::kF32, rand_vals(MAXT * D, -1, 1, 13)), cv = quantize(DType::kF32, rand_vals(MAXT * D, -1, 1, 14));
+    Outs o = run([](Tensor q, Tensor k, Tensor v, Tensor ck, Tensor cv, Tensor p) {
+      return nn::cached_attention(q, k, v, ck, cv, p, {.causal = false}).out;
+    }, {q, k, v, ck, cv, {2}}, qs, qs, qs, cache, cache, Shape(DType::kI64));
+    // Keys 0..1 from the old cache, 2..3 new: positions [0, 4) visible to both queries.
+    for (int64_t i = 0; i < S * D; ++i) ck[static_cast<size_t>(2 * D + i)] = k[static_cast<size_t>(i)], cv[static_cast<size_t>(2 * D + i)] = v[static_cast<size_t>(i)];
+    EXPECT_TRUE(close(o.values[0], naive_attention(q, ck, cv, 1, S, MAXT, H, H, D, [](auto, auto, int64_t j) { return j < 4; }),
+                      DType::kF32, 2e-5, 2e-6));
+  });
 }
 
 TEST(NnAttention, SlidingWindowCacheStep) {
-  // 3 new tokens at pos 2 of a 6-entry cache, window 2: query i (position
-  // 2 + i) sees keys 1 + i and 2 + i.
-  const int64_t S = 3, MAXT = 6, HQ = 2, HKV = 1, D = 4;
-  const Shape qs(DType::kF32, {1, S, HQ, D}), ks(DType::kF32, {1, S, HKV, D}), cache(DType::kF32, {1, MAXT, HKV, D});
-  Vals q = quantize(DType::kF32, rand_vals(S * HQ * D, -1, 1, 15)), k = quantize(DType::kF32, rand_vals(S * D, -1, 1, 16));
-  Vals v = quantize(DType::kF32, rand_vals(S * D, -1, 1, 17));
-  Vals ck = quantize(DType::kF32, rand_vals(MAXT * D, -1, 1, 18)), cv = quantize(DType::kF32, rand_vals(MAXT * D, -1, 1, 19));
-  Outs o = run([](Tensor q, Tensor k, Tensor v, Tensor ck, Tensor cv, Tensor p) {
-    return nn::cached_attention(q, k, v, ck, cv, p, {.window = 2}).out;
-  }, {q, k, v, ck, cv, {2}}, qs, ks, ks, cache, cache, Shape(DType::kI32));
-  for (int64_t i = 0; i < S * D; ++i) ck[static_cast<size_t>(2 * D + i)] = k[static_cast<size_t>(i)], cv[static_cast<size_t>(2 * D + i)] = v[static_cast<size_t>(i)];
-  EXPECT_TRUE(close(o.values[0], naive_attention(q, ck, cv, 1, S, MAXT, HQ, HKV, D, [](auto, int64_t i, int64_t j) {
-                      return j <= 2 + i && j > i;
-                    }), DType::kF32, 2e-5, 2e-6));
+  on_every_schedule([&] {
+    // 3 new tokens at pos 2 of a 6-entry cache, window 2: query i (position
+    // 2 + i) sees keys 1 + i and 2 + i.
+    const int64_t S = 3, MAXT = 6, HQ = 2, HKV = 1, D = 4;
+    const Shape qs(DType::kF32, {1, S, HQ, D}), ks(DType::kF32, {1, S, HKV, D}), cache(DType::kF32, {1, MAXT, HKV, D});
+    Vals q = quantize(DType::kF32, rand_vals(S * HQ * D, -1, 1, 15)), k = quantize(DType::kF32, rand_vals(S * D, -1, 1, 16));
+    Vals v = quantize(DType::kF32, rand_vals(S * D, -1, 1, 17));
+    Vals ck = quantize(DType::kF32, rand_vals(MAXT * D, -1, 1, 18)), cv = quantize(DType::kF32, rand_vals(MAXT * D, -1, 1, 19));
+    Outs o = run([](Tensor q, Tensor k, Tensor v, Tensor ck, Tensor cv, Tensor p) {
+      return nn::cached_attention(q, k, v, ck, cv, p, {.window = 2}).out;
+    }, {q, k, v, ck, cv, {2}}, qs, ks, ks, cache, cache, Shape(DType::kI32));
+    for (int64_t i = 0; i < S * D; ++i) ck[static_cast<size_t>(2 * D + i)] = k[static_cast<size_t>(i)], cv[static_cast<size_t>(2 * D + i)] = v[static_cast<size_t>(i)];
+    EXPECT_TRUE(close(o.values[0], naive_attention(q, ck, cv, 1, S, MAXT, HQ, HKV, D, [](auto, int64_t i, int64_t j) {
+                        return j <= 2 + i && j > i;
+                      }), DType::kF32, 2e-5, 2e-6));
+  });
 }
 
 TEST(NnAttention, BadInputNamesLayerAndShapes) {

@@ -35,37 +35,41 @@ Vals naive_norm(const Vals& x, int64_t D, bool rms, const Vals* w, const Vals* b
 }
 
 TEST(NnNorm, RmsAndLayerNormMatchNaiveLoops) {
-  const int64_t B = 3, S = 2, D = 64;
-  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
-    SCOPED_TRACE(dtype_name(dt));
-    const Shape xs(dt, {B, S, D}, {"b", "s", "d"}), ws(dt, {D}, {"d"});
-    Vals x = quantize(dt, rand_vals(static_cast<size_t>(xs.count()), -3, 3, 31));
-    Vals w = quantize(dt, rand_vals(D, 0.5, 1.5, 32)), bias = quantize(dt, rand_vals(D, -0.5, 0.5, 33));
-    Outs o = run([](Tensor x, Tensor w, Tensor b) {
-      return std::vector<Tensor>{nn::rms_norm(x, w, "d", 1e-5), nn::rms_norm(x), nn::layer_norm(x, w, b),
-                                 nn::layer_norm(x)};
-    }, {x, w, bias}, xs, ws, ws);
-    EXPECT_EQ(o.shapes[0], xs);
-    const double rtol = dt == DType::kF32 ? 1e-5 : eps(dt), atol = dt == DType::kF32 ? 1e-6 : 1e-3;
-    EXPECT_TRUE(close(o.values[0], quantize(dt, naive_norm(x, D, true, &w, nullptr, 1e-5)), dt, rtol, atol));
-    EXPECT_TRUE(close(o.values[1], quantize(dt, naive_norm(x, D, true, nullptr, nullptr, 1e-6)), dt, rtol, atol));
-    EXPECT_TRUE(close(o.values[2], quantize(dt, naive_norm(x, D, false, &w, &bias, 1e-5)), dt, rtol, atol));
-    EXPECT_TRUE(close(o.values[3], quantize(dt, naive_norm(x, D, false, nullptr, nullptr, 1e-5)), dt, rtol, atol));
-  }
+  on_every_schedule([&] {
+    const int64_t B = 3, S = 2, D = 64;
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+      SCOPED_TRACE(dtype_name(dt));
+      const Shape xs(dt, {B, S, D}, {"b", "s", "d"}), ws(dt, {D}, {"d"});
+      Vals x = quantize(dt, rand_vals(static_cast<size_t>(xs.count()), -3, 3, 31));
+      Vals w = quantize(dt, rand_vals(D, 0.5, 1.5, 32)), bias = quantize(dt, rand_vals(D, -0.5, 0.5, 33));
+      Outs o = run([](Tensor x, Tensor w, Tensor b) {
+        return std::vector<Tensor>{nn::rms_norm(x, w, "d", 1e-5), nn::rms_norm(x), nn::layer_norm(x, w, b),
+                                   nn::layer_norm(x)};
+      }, {x, w, bias}, xs, ws, ws);
+      EXPECT_EQ(o.shapes[0], xs);
+      const double rtol = dt == DType::kF32 ? 1e-5 : eps(dt), atol = dt == DType::kF32 ? 1e-6 : 1e-3;
+      EXPECT_TRUE(close(o.values[0], quantize(dt, naive_norm(x, D, true, &w, nullptr, 1e-5)), dt, rtol, atol));
+      EXPECT_TRUE(close(o.values[1], quantize(dt, naive_norm(x, D, true, nullptr, nullptr, 1e-6)), dt, rtol, atol));
+      EXPECT_TRUE(close(o.values[2], quantize(dt, naive_norm(x, D, false, &w, &bias, 1e-5)), dt, rtol, atol));
+      EXPECT_TRUE(close(o.values[3], quantize(dt, naive_norm(x, D, false, nullptr, nullptr, 1e-5)), dt, rtol, atol));
+    }
+  });
 }
 
 TEST(NnNorm, OverANonLastAxis) {
-  // x[d=5, b=3] normalized over d (axis 0): the weight lies along axis 0.
-  const Shape xs(DType::kF32, {5, 3}, {"d", "b"}), ws(DType::kF32, {5});
-  Vals x = quantize(DType::kF32, rand_vals(15, -2, 2, 34)), w = quantize(DType::kF32, rand_vals(5, 0.5, 1.5, 35));
-  Outs o = run([](Tensor x, Tensor w) { return nn::rms_norm(x, w, "d"); }, {x, w}, xs, ws);
-  Vals xt(15), want(15);  // transpose, normalize rows, transpose back
-  for (int i = 0; i < 5; ++i)
-    for (int j = 0; j < 3; ++j) xt[j * 5 + i] = x[i * 3 + j];
-  Vals yt = naive_norm(xt, 5, true, &w, nullptr, 1e-6);
-  for (int i = 0; i < 5; ++i)
-    for (int j = 0; j < 3; ++j) want[i * 3 + j] = yt[j * 5 + i];
-  EXPECT_TRUE(close(o.values[0], want, DType::kF32, 1e-5, 1e-6));
+  on_every_schedule([&] {
+    // x[d=5, b=3] normalized over d (axis 0): the weight lies along axis 0.
+    const Shape xs(DType::kF32, {5, 3}, {"d", "b"}), ws(DType::kF32, {5});
+    Vals x = quantize(DType::kF32, rand_vals(15, -2, 2, 34)), w = quantize(DType::kF32, rand_vals(5, 0.5, 1.5, 35));
+    Outs o = run([](Tensor x, Tensor w) { return nn::rms_norm(x, w, "d"); }, {x, w}, xs, ws);
+    Vals xt(15), want(15);  // transpose, normalize rows, transpose back
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 3; ++j) xt[j * 5 + i] = x[i * 3 + j];
+    Vals yt = naive_norm(xt, 5, true, &w, nullptr, 1e-6);
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 3; ++j) want[i * 3 + j] = yt[j * 5 + i];
+    EXPECT_TRUE(close(o.values[0], want, DType::kF32, 1e-5, 1e-6));
+  });
 }
 
 TEST(NnNorm, BadInputNamesLayerAndShapes) {

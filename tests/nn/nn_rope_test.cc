@@ -32,39 +32,43 @@ Vals naive_rope(const Vals& x, const std::vector<int64_t>& pos, int64_t H, int64
 }
 
 TEST(NnRope, BothLayoutsWithOffsetAndPositions) {
-  const int64_t S = 4, H = 2, HD = 8;
-  for (DType dt : {DType::kF32, DType::kF16})
-    for (bool inter : {false, true}) {
-      SCOPED_TRACE(std::string(dtype_name(dt)) + (inter ? " interleaved" : " half-split"));
-      const Shape xs(dt, {S, H, HD}, {"s", "h", "hd"});
-      Vals x = quantize(dt, rand_vals(static_cast<size_t>(xs.count()), -2, 2, 21));
-      const nn::RopeOptions opts{.layout = inter ? nn::RopeLayout::kInterleaved : nn::RopeLayout::kHalfSplit,
-                                 .theta = 500.0, .seq_axis = "s", .head_dim_axis = "hd"};
-      // Offset 0, offset 5 (a continuation), and explicit positions.
-      Outs o = run([&](Tensor x, Tensor off, Tensor pos) {
-        return std::vector<Tensor>{nn::rope(x, off * 0, opts), nn::rope(x, off, opts), nn::rope(x, pos, opts)};
-      }, {x, {5}, {7, 0, 3, 40}}, xs, Shape(DType::kI32), Shape(DType::kI64, {S}));
-      EXPECT_EQ(o.shapes[0], xs);
-      const double rtol = dt == DType::kF16 ? 2 * eps(dt) : 0, atol = dt == DType::kF16 ? 2e-3 : 1e-5;
-      EXPECT_TRUE(close(o.values[0], naive_rope(x, {0, 1, 2, 3}, H, HD, inter, 500.0), dt, rtol, atol));
-      EXPECT_TRUE(close(o.values[1], naive_rope(x, {5, 6, 7, 8}, H, HD, inter, 500.0), dt, rtol, atol));
-      EXPECT_TRUE(close(o.values[2], naive_rope(x, {7, 0, 3, 40}, H, HD, inter, 500.0), dt, rtol, atol));
-    }
+  on_every_schedule([&] {
+    const int64_t S = 4, H = 2, HD = 8;
+    for (DType dt : {DType::kF32, DType::kF16})
+      for (bool inter : {false, true}) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + (inter ? " interleaved" : " half-split"));
+        const Shape xs(dt, {S, H, HD}, {"s", "h", "hd"});
+        Vals x = quantize(dt, rand_vals(static_cast<size_t>(xs.count()), -2, 2, 21));
+        const nn::RopeOptions opts{.layout = inter ? nn::RopeLayout::kInterleaved : nn::RopeLayout::kHalfSplit,
+                                   .theta = 500.0, .seq_axis = "s", .head_dim_axis = "hd"};
+        // Offset 0, offset 5 (a continuation), and explicit positions.
+        Outs o = run([&](Tensor x, Tensor off, Tensor pos) {
+          return std::vector<Tensor>{nn::rope(x, off * 0, opts), nn::rope(x, off, opts), nn::rope(x, pos, opts)};
+        }, {x, {5}, {7, 0, 3, 40}}, xs, Shape(DType::kI32), Shape(DType::kI64, {S}));
+        EXPECT_EQ(o.shapes[0], xs);
+        const double rtol = dt == DType::kF16 ? 2 * eps(dt) : 0, atol = dt == DType::kF16 ? 2e-3 : 1e-5;
+        EXPECT_TRUE(close(o.values[0], naive_rope(x, {0, 1, 2, 3}, H, HD, inter, 500.0), dt, rtol, atol));
+        EXPECT_TRUE(close(o.values[1], naive_rope(x, {5, 6, 7, 8}, H, HD, inter, 500.0), dt, rtol, atol));
+        EXPECT_TRUE(close(o.values[2], naive_rope(x, {7, 0, 3, 40}, H, HD, inter, 500.0), dt, rtol, atol));
+      }
+  });
 }
 
 TEST(NnRope, DecodeStepAtPosition) {
-  // [b, s=1, h, hd] by the default axes (-3, -1): one token at position 9.
-  const int64_t H = 3, HD = 4;
-  const Shape xs(DType::kF32, {2, 1, H, HD});
-  Vals x = quantize(DType::kF32, rand_vals(static_cast<size_t>(xs.count()), -1, 1, 22));
-  Outs o = run([](Tensor x, Tensor p) { return nn::rope(x, p); }, {x, {9}}, xs, Shape(DType::kI32));
-  Vals want;
-  for (int b = 0; b < 2; ++b) {
-    Vals xb(x.begin() + b * H * HD, x.begin() + (b + 1) * H * HD);
-    Vals wb = naive_rope(xb, {9}, H, HD, false, 10000.0);
-    want.insert(want.end(), wb.begin(), wb.end());
-  }
-  EXPECT_TRUE(close(o.values[0], want, DType::kF32, 0, 1e-5));
+  on_every_schedule([&] {
+    // [b, s=1, h, hd] by the default axes (-3, -1): one token at position 9.
+    const int64_t H = 3, HD = 4;
+    const Shape xs(DType::kF32, {2, 1, H, HD});
+    Vals x = quantize(DType::kF32, rand_vals(static_cast<size_t>(xs.count()), -1, 1, 22));
+    Outs o = run([](Tensor x, Tensor p) { return nn::rope(x, p); }, {x, {9}}, xs, Shape(DType::kI32));
+    Vals want;
+    for (int b = 0; b < 2; ++b) {
+      Vals xb(x.begin() + b * H * HD, x.begin() + (b + 1) * H * HD);
+      Vals wb = naive_rope(xb, {9}, H, HD, false, 10000.0);
+      want.insert(want.end(), wb.begin(), wb.end());
+    }
+    EXPECT_TRUE(close(o.values[0], want, DType::kF32, 0, 1e-5));
+  });
 }
 
 TEST(NnRope, BadInputNamesLayerAndShapes) {
