@@ -52,17 +52,32 @@ void check_state(const char* expected, std::span<const Tensor> old_state, std::s
          " (the same count, dtypes and dims are needed)");
 }
 
+llvm::SmallVector<mlir::Value> values(std::span<const Tensor> ts) {
+  llvm::SmallVector<mlir::Value> v;
+  for (const Tensor& t : ts) v.push_back(value_of(t));
+  return v;
+}
+
+// Ends a body's block with its new state: every tensor traced here, and (if
+// `expected` is given) matching it, named by `against` in the error.
+void yield_state(CompilationContext& ctx, const char* what, const std::vector<Tensor>& next,
+                 std::span<const Tensor> expected = {}, const char* against = nullptr) {
+  for (const Tensor& t : next) context_for(what, {&t});
+  if (against) check_state(against, expected, next);
+  mlir::scf::YieldOp::create(ctx.builder(), ctx.loc(), values(next));
+}
+
+// Erases a control-flow op whose body failed; the trace goes on after it.
+void discard(CompilationContext& ctx, mlir::Operation* op) {
+  op->erase();
+  ctx.builder().setInsertionPointToEnd(ctx.current_block());
+}
+
 mlir::Value predicate_value(CompilationContext& ctx, const char* what, const Tensor& p) {
   context_for(what, {&p});
   if (!is_bool(p.dtype()) || p.rank() != 0)
     fail(std::string(what) + " must be a rank-0 bool tensor, got " + p.shape().to_string());
   return mlir::tensor::ExtractOp::create(ctx.builder(), ctx.loc(), value_of(p), mlir::ValueRange{});
-}
-
-llvm::SmallVector<mlir::Value> values(std::span<const Tensor> ts) {
-  llvm::SmallVector<mlir::Value> v;
-  for (const Tensor& t : ts) v.push_back(value_of(t));
-  return v;
 }
 
 // Results take the init's shapes (tags included).
@@ -101,15 +116,11 @@ std::vector<Tensor> while_loop_flat(const FlatPred& cond, const FlatBody& body, 
     });
     trace_in_block(ctx, after, "while_loop body", [&] {
       std::vector<Tensor> s = block_state(ctx, after, init);
-      std::vector<Tensor> next = body(s);
-      for (const Tensor& t : next) context_for("while_loop body", {&t});
-      check_state("the state it takes", init, next);
-      mlir::scf::YieldOp::create(b, l, values(next));
+      yield_state(ctx, "while_loop body", body(s), init, "the state it takes");
       return 0;
     });
   } catch (...) {
-    loop.erase();
-    b.setInsertionPointToEnd(ctx.current_block());  // the trace goes on after the failed op
+    discard(ctx, loop);
     throw;
   }
   return results_of(ctx, loop, init);
@@ -133,20 +144,16 @@ std::vector<Tensor> cond_flat(const Tensor& pred, const FlatBody& then_fn, const
   try {
     then_out = trace_in_block(ctx, then_block, "cond then-branch", [&] {
       std::vector<Tensor> r = then_fn(operands);
-      for (const Tensor& t : r) context_for("cond then-branch", {&t});
-      mlir::scf::YieldOp::create(b, l, values(r));
+      yield_state(ctx, "cond then-branch", r);
       return r;
     });
     else_out = trace_in_block(ctx, else_block, "cond else-branch", [&] {
       std::vector<Tensor> r = else_fn(operands);
-      for (const Tensor& t : r) context_for("cond else-branch", {&t});
-      check_state("the then-branch's", then_out, r);
-      mlir::scf::YieldOp::create(b, l, values(r));
+      yield_state(ctx, "cond else-branch", r, then_out, "the then-branch's");
       return r;
     });
   } catch (...) {
-    op.erase();
-    b.setInsertionPointToEnd(ctx.current_block());  // the trace goes on after the failed op
+    discard(ctx, op);
     throw;
   }
   // Rebuild with the result types now known, moving both regions over.
@@ -179,15 +186,11 @@ std::vector<Tensor> for_loop_flat(int64_t begin, int64_t end, const FlatForBody&
                                                            mlir::ValueRange{i64});
       Tensor i = wrap(ctx, t, Shape(DType::kI64));
       std::vector<Tensor> s = block_state(ctx, blk, init, /*first=*/1);
-      std::vector<Tensor> next = body(i, s);
-      for (const Tensor& n : next) context_for("for_loop body", {&n});
-      check_state("the state it takes", init, next);
-      mlir::scf::YieldOp::create(b, l, values(next));
+      yield_state(ctx, "for_loop body", body(i, s), init, "the state it takes");
       return 0;
     });
   } catch (...) {
-    loop.erase();
-    b.setInsertionPointToEnd(ctx.current_block());  // the trace goes on after the failed op
+    discard(ctx, loop);
     throw;
   }
   return results_of(ctx, loop, init);

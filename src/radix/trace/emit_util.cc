@@ -160,14 +160,30 @@ Tensor emit_binary(const char* op, const Tensor& a, const Tensor& b, DType out, 
   return emit_map(ctx, ops, al.axis_map, shape_for(op, {&a, &b}, [&] { return al.result.with_dtype(out); }), fn);
 }
 
-mlir::Value scalar_constant(mlir::OpBuilder& b, mlir::Location loc, DType dtype, double value) {
+llvm::SmallVector<mlir::OpFoldResult> index_attrs(mlir::OpBuilder& b, llvm::ArrayRef<int64_t> v) {
+  llvm::SmallVector<mlir::OpFoldResult> r;
+  for (int64_t x : v) r.push_back(b.getIndexAttr(x));
+  return r;
+}
+
+std::string axes_str(const std::vector<Axis>& axes) {
+  std::string s = "{";
+  for (size_t i = 0; i < axes.size(); ++i) s += (i ? ", " : "") + axes[i].to_string();
+  return s + "}";
+}
+
+mlir::TypedAttr scalar_attr(mlir::Builder& b, DType dtype, double value) {
   mlir::Type et = element_type(b.getContext(), dtype);
-  if (is_float(dtype)) return mlir::arith::ConstantOp::create(b, loc, b.getFloatAttr(et, value));
-  if (is_bool(dtype)) return mlir::arith::ConstantOp::create(b, loc, b.getIntegerAttr(et, value != 0 ? 1 : 0));
+  if (is_float(dtype)) return b.getFloatAttr(et, value);
+  if (is_bool(dtype)) return b.getIntegerAttr(et, value != 0 ? 1 : 0);
   const unsigned bits = static_cast<unsigned>(dtype_bits(dtype));
   llvm::APInt v = is_unsigned_int(dtype) ? llvm::APInt(bits, static_cast<uint64_t>(value), false)
                                          : llvm::APInt(bits, static_cast<uint64_t>(static_cast<int64_t>(value)), true);
-  return mlir::arith::ConstantOp::create(b, loc, b.getIntegerAttr(et, v));
+  return b.getIntegerAttr(et, v);
+}
+
+mlir::Value scalar_constant(mlir::OpBuilder& b, mlir::Location loc, DType dtype, double value) {
+  return mlir::arith::ConstantOp::create(b, loc, scalar_attr(b, dtype, value));
 }
 
 mlir::Value empty_tensor(CompilationContext& ctx, const Shape& shape) {

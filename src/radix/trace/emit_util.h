@@ -33,6 +33,13 @@ Tensor emit_map(CompilationContext& ctx, std::span<const Tensor* const> operands
 Tensor emit_unary(const char* op, const Tensor& x, DType out, const ScalarFn& fn);
 Tensor emit_binary(const char* op, const Tensor& a, const Tensor& b, DType out, const ScalarFn& fn);
 
+// Static index attributes (offsets, sizes, strides of tensor slices).
+llvm::SmallVector<mlir::OpFoldResult> index_attrs(mlir::OpBuilder& b, llvm::ArrayRef<int64_t> v);
+// "{0, 'd'}": a list of axes for messages.
+std::string axes_str(const std::vector<Axis>& axes);
+
+// `value` as an attribute of element type `dtype` (the caller checks it fits).
+mlir::TypedAttr scalar_attr(mlir::Builder& b, DType dtype, double value);
 // An arith constant scalar of `dtype`.
 mlir::Value scalar_constant(mlir::OpBuilder& b, mlir::Location loc, DType dtype, double value);
 // A tensor.empty of `shape`.
@@ -54,5 +61,15 @@ void require_same_dtype(const char* op, std::initializer_list<const Tensor*> ope
 void require_float(const char* op, const Tensor& x);
 // Throws unless x is an integer (or, with allow_bool, a bool) tensor.
 void require_int(const char* op, const Tensor& x, bool allow_bool = false);
+
+// A float-only unary op that is one MLIR op per element (math.exp, math.sin, ...).
+template <class ScalarOp>
+Tensor emit_float_unary(const char* op, const Tensor& x) {
+  context_for(op, {&x});
+  require_float(op, x);
+  return emit_unary(op, x, x.dtype(), [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange v) -> mlir::Value {
+    return ScalarOp::create(b, l, v[0]);
+  });
+}
 
 }  // namespace radix::detail

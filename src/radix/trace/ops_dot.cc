@@ -12,12 +12,6 @@ using namespace detail;
 using mlir::Value;
 
 namespace {
-std::string axes_str(const Axes& axes) {
-  std::string s = "{";
-  for (size_t i = 0; i < axes.size(); ++i) s += (i ? ", " : "") + axes[i].to_string();
-  return s + "}";
-}
-
 std::string dims_str(const DotDims& d) {
   return "batch " + axes_str(d.lhs_batch) + "/" + axes_str(d.rhs_batch) + ", contract " + axes_str(d.lhs_contract) +
          "/" + axes_str(d.rhs_contract);

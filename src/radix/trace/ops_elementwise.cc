@@ -30,13 +30,6 @@ Kind kind_of(DType d) {
   return Kind::kUnsigned;
 }
 
-Tensor binary(const char* op, const Tensor& a, const Tensor& b, DType out_dtype, const ScalarFn& fn) {
-  CompilationContext& ctx = context_for(op, {&a, &b});
-  const Tensor* ops[] = {&a, &b};
-  Alignment al = align_shapes(op, ops);
-  return emit_map(ctx, ops, al.axis_map, shape_for(op, {&a, &b}, [&] { return al.result.with_dtype(out_dtype); }), fn);
-}
-
 // Operands of an arithmetic binary op: traced in the active context, one
 // dtype, and (unless allowed) not bool.
 void check_arith_operands(const char* op, const Tensor& a, const Tensor& b, bool allow_bool) {
@@ -51,27 +44,11 @@ template <class FOp, class SOp, class UOp>
 Tensor arith_binary(const char* op, const Tensor& a, const Tensor& b, bool allow_bool = false) {
   check_arith_operands(op, a, b, allow_bool);
   Kind k = kind_of(a.dtype());
-  return binary(op, a, b, a.dtype(), [k](OpBuilder& nb, Location l, ValueRange v) -> Value {
+  return emit_binary(op, a, b, a.dtype(), [k](OpBuilder& nb, Location l, ValueRange v) -> Value {
     if (k == Kind::kFloat) return FOp::create(nb, l, v[0], v[1]);
     if (k == Kind::kSigned) return SOp::create(nb, l, v[0], v[1]);
     return UOp::create(nb, l, v[0], v[1]);
   });
-}
-
-Tensor unary(const char* op, const Tensor& x, const ScalarFn& fn, DType out) {
-  CompilationContext& ctx = context_for(op, {&x});
-  const Tensor* ops[] = {&x};
-  std::vector<std::vector<int>> m(1);
-  for (int i = 0; i < x.rank(); ++i) m[0].push_back(i);
-  return emit_map(ctx, ops, m, shape_for(op, {&x}, [&] { return x.shape().with_dtype(out); }), fn);
-}
-
-template <class MathOp>
-Tensor float_unary(const char* op, const Tensor& x) {
-  context_for(op, {&x});
-  require_float(op, x);
-  return unary(op, x, [](OpBuilder& nb, Location l, ValueRange v) -> Value { return MathOp::create(nb, l, v[0]); },
-               x.dtype());
 }
 
 Tensor compare(const char* op, const Tensor& a, const Tensor& b, mlir::arith::CmpFPredicate fp,
@@ -79,7 +56,7 @@ Tensor compare(const char* op, const Tensor& a, const Tensor& b, mlir::arith::Cm
   context_for(op, {&a, &b});
   require_same_dtype(op, {&a, &b});
   Kind k = kind_of(a.dtype());
-  return binary(op, a, b, DType::kBool, [=](OpBuilder& nb, Location l, ValueRange v) -> Value {
+  return emit_binary(op, a, b, DType::kBool, [=](OpBuilder& nb, Location l, ValueRange v) -> Value {
     if (k == Kind::kFloat) return mlir::arith::CmpFOp::create(nb, l, fp, v[0], v[1]);
     return mlir::arith::CmpIOp::create(nb, l, k == Kind::kSigned ? sp : up, v[0], v[1]);
   });
@@ -177,6 +154,14 @@ std::string unrepresentable(double v, DType d) {
   return "";
 }
 
+// A rank-0 constant of a value already checked to fit `dtype`.
+Tensor emit_scalar(CompilationContext& ctx, double value, DType dtype) {
+  const Shape s(dtype);
+  auto attr = mlir::DenseElementsAttr::get(tensor_type(&ctx.mlir_context(), s),
+                                           llvm::ArrayRef<mlir::Attribute>{scalar_attr(ctx.builder(), dtype, value)});
+  return wrap(ctx, mlir::arith::ConstantOp::create(ctx.builder(), ctx.loc(), attr), s);
+}
+
 // The scalar operand of `op` applied to tensor `t` (operators + - * / with a
 // number): t's dtype, refused if the number does not fit it.
 Tensor scalar_operand(const char* op, const Tensor& t, double v) {
@@ -185,7 +170,7 @@ Tensor scalar_operand(const char* op, const Tensor& t, double v) {
     fail(describe(op, {&t}) + " with the scalar " + fmt_number(v) + ": the scalar takes the tensor's dtype " +
          std::string(dtype_name(t.dtype())) + " and " + why +
          " (convert the tensor first, e.g. convert(x, DType::kF32), or pass a value that fits)");
-  return scalar(v, t.dtype());
+  return emit_scalar(*CompilationContext::current(), v, t.dtype());
 }
 
 }  // namespace
@@ -196,13 +181,7 @@ Tensor scalar(double value, DType dtype) {
   CompilationContext& ctx = CompilationContext::require_current("scalar");
   if (std::string why = unrepresentable(value, dtype); !why.empty())
     fail("scalar(" + fmt_number(value) + ", " + std::string(dtype_name(dtype)) + "): " + why);
-  OpBuilder& b = ctx.builder();
-  Shape s(dtype);
-  auto type = tensor_type(&ctx.mlir_context(), s);
-  Value c = scalar_constant(b, ctx.loc(), dtype, value);
-  auto attr = mlir::DenseElementsAttr::get(type, llvm::cast<mlir::arith::ConstantOp>(c.getDefiningOp()).getValue());
-  c.getDefiningOp()->erase();
-  return wrap(ctx, mlir::arith::ConstantOp::create(b, ctx.loc(), type, attr), s);
+  return emit_scalar(ctx, value, dtype);
 }
 
 Tensor full(const Shape& shape, double value) {
@@ -229,9 +208,7 @@ Tensor constant(const Shape& shape, std::span<const double> data) {
     const double v = data[i];
     if (std::string why = unrepresentable(v, shape.dtype()); !why.empty())
       fail("constant(" + shape.to_string() + "): value " + std::to_string(i) + " (" + fmt_number(v) + "): " + why);
-    Value c = scalar_constant(b, ctx.loc(), shape.dtype(), v);
-    vals.push_back(llvm::cast<mlir::arith::ConstantOp>(c.getDefiningOp()).getValue());
-    c.getDefiningOp()->erase();
+    vals.push_back(scalar_attr(b, shape.dtype(), v));
   }
   auto attr = mlir::DenseElementsAttr::get(type, vals);
   return wrap(ctx, mlir::arith::ConstantOp::create(b, ctx.loc(), type, attr), shape);
@@ -265,7 +242,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
   check_arith_operands("div", a, b, /*allow_bool=*/false);
   const DType d = a.dtype();
   const Kind k = kind_of(d);
-  return binary("div", a, b, d, [d, k](OpBuilder& nb, Location l, ValueRange v) -> Value {
+  return emit_binary("div", a, b, d, [d, k](OpBuilder& nb, Location l, ValueRange v) -> Value {
     namespace ar = mlir::arith;
     if (k == Kind::kFloat) return ar::DivFOp::create(nb, l, v[0], v[1]);
     // Integer division never traps (x86 faults on x / 0 and INT_MIN / -1):
@@ -302,38 +279,38 @@ Tensor neg(const Tensor& x) {
   context_for("neg", {&x});
   if (is_bool(x.dtype())) fail(describe("neg", {&x}) + ": not defined for bool tensors");
   DType d = x.dtype();
-  return unary("neg", x, [d](OpBuilder& nb, Location l, ValueRange v) -> Value {
+  return emit_unary("neg", x, d, [d](OpBuilder& nb, Location l, ValueRange v) -> Value {
     if (is_float(d)) return mlir::arith::NegFOp::create(nb, l, v[0]);
     return mlir::arith::SubIOp::create(nb, l, scalar_constant(nb, l, d, 0), v[0]);
-  }, d);
+  });
 }
 
 Tensor abs(const Tensor& x) {
   context_for("abs", {&x});
   DType d = x.dtype();
   if (is_unsigned_int(d) || is_bool(d)) return x;  // already non-negative
-  return unary("abs", x, [d](OpBuilder& nb, Location l, ValueRange v) -> Value {
+  return emit_unary("abs", x, d, [d](OpBuilder& nb, Location l, ValueRange v) -> Value {
     if (is_float(d)) return mlir::math::AbsFOp::create(nb, l, v[0]);
     return mlir::math::AbsIOp::create(nb, l, v[0]);
-  }, d);
+  });
 }
 
-Tensor exp(const Tensor& x) { return float_unary<mlir::math::ExpOp>("exp", x); }
-Tensor log(const Tensor& x) { return float_unary<mlir::math::LogOp>("log", x); }
-Tensor sqrt(const Tensor& x) { return float_unary<mlir::math::SqrtOp>("sqrt", x); }
-Tensor rsqrt(const Tensor& x) { return float_unary<mlir::math::RsqrtOp>("rsqrt", x); }
-Tensor tanh(const Tensor& x) { return float_unary<mlir::math::TanhOp>("tanh", x); }
+Tensor exp(const Tensor& x) { return emit_float_unary<mlir::math::ExpOp>("exp", x); }
+Tensor log(const Tensor& x) { return emit_float_unary<mlir::math::LogOp>("log", x); }
+Tensor sqrt(const Tensor& x) { return emit_float_unary<mlir::math::SqrtOp>("sqrt", x); }
+Tensor rsqrt(const Tensor& x) { return emit_float_unary<mlir::math::RsqrtOp>("rsqrt", x); }
+Tensor tanh(const Tensor& x) { return emit_float_unary<mlir::math::TanhOp>("tanh", x); }
 
 Tensor sigmoid(const Tensor& x) {
   context_for("sigmoid", {&x});
   require_float("sigmoid", x);
   DType d = x.dtype();
   // 1 / (1 + exp(-x)): exact at both tails (exp overflow gives 0, not NaN).
-  return unary("sigmoid", x, [d](OpBuilder& nb, Location l, ValueRange v) -> Value {
+  return emit_unary("sigmoid", x, d, [d](OpBuilder& nb, Location l, ValueRange v) -> Value {
     Value one = scalar_constant(nb, l, d, 1.0);
     Value e = mlir::math::ExpOp::create(nb, l, mlir::arith::NegFOp::create(nb, l, v[0]));
     return mlir::arith::DivFOp::create(nb, l, one, mlir::arith::AddFOp::create(nb, l, one, e));
-  }, d);
+  });
 }
 
 Tensor relu(const Tensor& x) {
@@ -342,11 +319,11 @@ Tensor relu(const Tensor& x) {
   DType d = x.dtype();
   Kind k = kind_of(d);
   if (k == Kind::kUnsigned) return x;
-  return unary("relu", x, [d, k](OpBuilder& nb, Location l, ValueRange v) -> Value {
+  return emit_unary("relu", x, d, [d, k](OpBuilder& nb, Location l, ValueRange v) -> Value {
     Value zero = scalar_constant(nb, l, d, 0);
     if (k == Kind::kFloat) return mlir::arith::MaximumFOp::create(nb, l, v[0], zero);
     return mlir::arith::MaxSIOp::create(nb, l, v[0], zero);
-  }, d);
+  });
 }
 
 // ---------------------------------------------------------------- comparisons
@@ -378,9 +355,9 @@ Tensor convert(const Tensor& x, DType dtype) {
   context_for("convert", {&x});
   DType from = x.dtype();
   if (from == dtype) return x;
-  return unary("convert", x, [from, dtype](OpBuilder& nb, Location l, ValueRange v) -> Value {
+  return emit_unary("convert", x, dtype, [from, dtype](OpBuilder& nb, Location l, ValueRange v) -> Value {
     return convert_scalar(nb, l, v[0], from, dtype);
-  }, dtype);
+  });
 }
 
 // ---------------------------------------------------------------- operators

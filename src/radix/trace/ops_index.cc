@@ -51,12 +51,6 @@ Value clamped_index(mlir::OpBuilder& b, mlir::Location l, Value t, mlir::ValueRa
   return ar::IndexCastOp::create(b, l, b.getIndexType(), v);
 }
 
-llvm::SmallVector<mlir::OpFoldResult> static_attrs(mlir::OpBuilder& b, llvm::ArrayRef<int64_t> v) {
-  llvm::SmallVector<mlir::OpFoldResult> r;
-  for (int64_t x : v) r.push_back(b.getIndexAttr(x));
-  return r;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- shape inference
@@ -139,7 +133,7 @@ Tensor dynamic_slice(const Tensor& x, const std::vector<DynamicSliceSpec>& specs
   const Shape out = infer::dynamic_slice(x.shape(), sizes, starts);
   mlir::OpBuilder& b = ctx.builder();
   mlir::Location l = ctx.loc();
-  llvm::SmallVector<mlir::OpFoldResult> offsets = static_attrs(b, std::vector<int64_t>(static_cast<size_t>(x.rank()), 0));
+  llvm::SmallVector<mlir::OpFoldResult> offsets = index_attrs(b, std::vector<int64_t>(static_cast<size_t>(x.rank()), 0));
   for (const DynamicSliceSpec& s : specs) {
     const int a = x.axis(s.axis);
     offsets[static_cast<size_t>(a)] =
@@ -147,8 +141,8 @@ Tensor dynamic_slice(const Tensor& x, const std::vector<DynamicSliceSpec>& specs
   }
   std::vector<int64_t> sz(out.dims().begin(), out.dims().end());
   Value v = mlir::tensor::ExtractSliceOp::create(b, l, tensor_type(&ctx.mlir_context(), out), value_of(x), offsets,
-                                                 static_attrs(b, sz),
-                                                 static_attrs(b, std::vector<int64_t>(sz.size(), 1)));
+                                                 index_attrs(b, sz),
+                                                 index_attrs(b, std::vector<int64_t>(sz.size(), 1)));
   return wrap(ctx, v, out);
 }
 
@@ -162,7 +156,7 @@ Tensor dynamic_update_slice(const Tensor& x, const Tensor& update, const std::ve
       fail("dynamic_update_slice(" + operands + "): the update is larger than x on axis " + std::to_string(i));
   mlir::OpBuilder& b = ctx.builder();
   mlir::Location l = ctx.loc();
-  llvm::SmallVector<mlir::OpFoldResult> offsets = static_attrs(b, std::vector<int64_t>(static_cast<size_t>(x.rank()), 0));
+  llvm::SmallVector<mlir::OpFoldResult> offsets = index_attrs(b, std::vector<int64_t>(static_cast<size_t>(x.rank()), 0));
   std::vector<bool> seen(static_cast<size_t>(x.rank()), false);
   for (const DynamicUpdateSpec& s : specs) {
     context_for("dynamic_update_slice", {&x, &s.start});
@@ -174,8 +168,8 @@ Tensor dynamic_update_slice(const Tensor& x, const Tensor& update, const std::ve
     offsets[static_cast<size_t>(a)] = clamped_index(b, l, value_of(s.start), {}, s.start.dtype(), 0, x.dim(a) - update.dim(a));
   }
   std::vector<int64_t> sz(update.shape().dims().begin(), update.shape().dims().end());
-  Value v = mlir::tensor::InsertSliceOp::create(b, l, value_of(update), value_of(x), offsets, static_attrs(b, sz),
-                                                static_attrs(b, std::vector<int64_t>(sz.size(), 1)));
+  Value v = mlir::tensor::InsertSliceOp::create(b, l, value_of(update), value_of(x), offsets, index_attrs(b, sz),
+                                                index_attrs(b, std::vector<int64_t>(sz.size(), 1)));
   return wrap(ctx, v, x.shape());
 }
 

@@ -37,19 +37,13 @@ Shape with_dims(const Shape& x, const std::vector<int64_t>& dims, const char* op
   }
 }
 
-llvm::SmallVector<mlir::OpFoldResult> attrs(mlir::OpBuilder& b, const std::vector<int64_t>& v) {
-  llvm::SmallVector<mlir::OpFoldResult> r;
-  for (int64_t x : v) r.push_back(b.getIndexAttr(x));
-  return r;
-}
-
 // Writes `piece` into `dest` at `offsets` with `strides`.
 mlir::Value insert(CompilationContext& ctx, mlir::Value piece, mlir::Value dest, const Shape& piece_shape,
                    const std::vector<int64_t>& offsets, const std::vector<int64_t>& strides) {
   mlir::OpBuilder& b = ctx.builder();
   std::vector<int64_t> sizes(piece_shape.dims().begin(), piece_shape.dims().end());
-  return mlir::tensor::InsertSliceOp::create(b, ctx.loc(), piece, dest, attrs(b, offsets), attrs(b, sizes),
-                                             attrs(b, strides));
+  return mlir::tensor::InsertSliceOp::create(b, ctx.loc(), piece, dest, index_attrs(b, offsets), index_attrs(b, sizes),
+                                             index_attrs(b, strides));
 }
 
 }  // namespace
@@ -136,8 +130,8 @@ Tensor slice(const Tensor& x, const std::vector<SliceSpec>& specs) {
   mlir::OpBuilder& b = ctx.builder();
   std::vector<int64_t> sizes(out.dims().begin(), out.dims().end());
   auto type = tensor_type(&ctx.mlir_context(), out);
-  mlir::Value v = mlir::tensor::ExtractSliceOp::create(b, ctx.loc(), type, value_of(x), attrs(b, offsets),
-                                                       attrs(b, sizes), attrs(b, strides));
+  mlir::Value v = mlir::tensor::ExtractSliceOp::create(b, ctx.loc(), type, value_of(x), index_attrs(b, offsets),
+                                                       index_attrs(b, sizes), index_attrs(b, strides));
   return wrap(ctx, v, out);
 }
 

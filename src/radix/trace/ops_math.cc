@@ -22,15 +22,6 @@ Value int_const(OpBuilder& b, Location l, mlir::Type t, const llvm::APInt& v) {
   return ar::ConstantOp::create(b, l, b.getIntegerAttr(t, v));
 }
 
-template <class MathOp>
-Tensor float_math(const char* op, const Tensor& x) {
-  context_for(op, {&x});
-  require_float(op, x);
-  return emit_unary(op, x, x.dtype(), [](OpBuilder& b, Location l, ValueRange v) -> Value {
-    return MathOp::create(b, l, v[0]);
-  });
-}
-
 // Integer a ^ b by squaring over every bit of b (b >= 0), XLA's values for
 // b < 0. Unrolled: no loop inside the elementwise body.
 Value int_pow(OpBuilder& b, Location l, Value base, Value e, DType d) {
@@ -236,7 +227,7 @@ template <class MathOp>
 Tensor rounding(const char* op, const Tensor& x) {
   context_for(op, {&x});
   if (!is_float(x.dtype())) return x;  // integers are already whole
-  return float_math<MathOp>(op, x);
+  return emit_float_unary<MathOp>(op, x);
 }
 }  // namespace
 
@@ -249,13 +240,13 @@ Tensor round(const Tensor& x, RoundMode mode) {
 
 // ---------------------------------------------------------------- special functions
 
-Tensor sin(const Tensor& x) { return float_math<mlir::math::SinOp>("sin", x); }
-Tensor cos(const Tensor& x) { return float_math<mlir::math::CosOp>("cos", x); }
-Tensor tan(const Tensor& x) { return float_math<mlir::math::TanOp>("tan", x); }
-Tensor exp2(const Tensor& x) { return float_math<mlir::math::Exp2Op>("exp2", x); }
-Tensor expm1(const Tensor& x) { return float_math<mlir::math::ExpM1Op>("expm1", x); }
-Tensor log1p(const Tensor& x) { return float_math<mlir::math::Log1pOp>("log1p", x); }
-Tensor erf(const Tensor& x) { return float_math<mlir::math::ErfOp>("erf", x); }
+Tensor sin(const Tensor& x) { return emit_float_unary<mlir::math::SinOp>("sin", x); }
+Tensor cos(const Tensor& x) { return emit_float_unary<mlir::math::CosOp>("cos", x); }
+Tensor tan(const Tensor& x) { return emit_float_unary<mlir::math::TanOp>("tan", x); }
+Tensor exp2(const Tensor& x) { return emit_float_unary<mlir::math::Exp2Op>("exp2", x); }
+Tensor expm1(const Tensor& x) { return emit_float_unary<mlir::math::ExpM1Op>("expm1", x); }
+Tensor log1p(const Tensor& x) { return emit_float_unary<mlir::math::Log1pOp>("log1p", x); }
+Tensor erf(const Tensor& x) { return emit_float_unary<mlir::math::ErfOp>("erf", x); }
 
 // ---------------------------------------------------------------- predicates
 

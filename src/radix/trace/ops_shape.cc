@@ -12,11 +12,6 @@ using namespace detail;
 namespace {
 mlir::Value identity_body(mlir::OpBuilder&, mlir::Location, mlir::ValueRange v) { return v[0]; }
 
-std::string axes_str(const Axes& axes) {
-  std::string s = "{";
-  for (size_t i = 0; i < axes.size(); ++i) s += (i ? ", " : "") + axes[i].to_string();
-  return s + "}";
-}
 
 void check_broadcast_dims(const char* op, const Tensor& x, const Shape& shape, const std::vector<int>& map) {
   for (int i = 0; i < x.rank(); ++i) {
