@@ -75,12 +75,13 @@ void check_fusion() {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("radix_bench_fuse_" + std::to_string(::getpid()));
   CompileFnOptions opts;
-  opts.compile.dump = {"fuse"};
-  opts.compile.dump_dir = dir.string();
+  opts.compile.diagnostics.dump = {"fuse"};
+  opts.compile.diagnostics.dump_dir = dir.string();
   const Shape shape(DType::kF32, {kElems});
   (void)must(compile_fn(cpu(), opts, chain, shape, shape, shape), "compile_fn(chain, dump fuse)");
   std::string text;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file() || e.path().filename() == "module.mlir") continue;
     std::ifstream f(e.path());
     std::stringstream ss;
     ss << f.rdbuf();

@@ -31,7 +31,7 @@ State& state() {
     Shape s(DType::kF32, {kN});
     CompileFnOptions o;
     g_state->approx = std::make_unique<MathExe>(must(compile_fn(Platform::cpu(), o, chain, s), "compile approx"));
-    o.compile.approximate_math = false;
+    o.compile.codegen.cpu.approximate_math = false;
     g_state->libm = std::make_unique<MathExe>(must(compile_fn(Platform::cpu(), o, chain, s), "compile libm"));
     g_state->host = bench::random_floats(static_cast<size_t>(kN), -12.f, 12.f, 7);
     g_state->x = must(Platform::cpu().buffer(s, g_state->host), "upload");

@@ -1,6 +1,11 @@
 // Shared helpers for Radix tests: seeded random host data and comparisons.
 #pragma once
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,6 +57,33 @@ template <class T>
                                            << " (rtol " << rtol << ", atol " << atol << ")";
   }
   return ::testing::AssertionSuccess();
+}
+
+// Stage dumps a compile wrote under DiagnosticOptions::dump_dir `dir`
+// (<dir>/<backend>/<name>_<key>/NN-<stage>.<ext>): the text of the one named
+// `stage_file` ("schedule.mlir", "llvm-ir.ll"), or "" if absent.
+inline std::string stage_dump(const std::filesystem::path& dir, const std::string& stage_file) {
+  if (!std::filesystem::exists(dir)) return "";
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (e.is_regular_file() && name.size() > 3 && name.substr(3) == stage_file) {
+      std::ifstream f(e.path());
+      return std::string(std::istreambuf_iterator<char>(f), {});
+    }
+  }
+  return "";
+}
+// Every stage dump under `dir`, concatenated (module.mlir, the traced
+// module every dump folder holds, left out).
+inline std::string all_stage_dumps(const std::filesystem::path& dir) {
+  std::string text;
+  if (!std::filesystem::exists(dir)) return text;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file() || e.path().filename() == "module.mlir") continue;
+    std::ifstream f(e.path());
+    text += std::string(std::istreambuf_iterator<char>(f), {});
+  }
+  return text;
 }
 
 }  // namespace radix::testing

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "examples/mlp.h"
-#include "radix/compiler/pipelines.h"
 #include "radix/radix.h"
 
 using namespace radix;
@@ -89,20 +88,22 @@ bool parse_example(int argc, char** argv, ExampleArgs* a, std::string* err) {
       std::stringstream ss(v);
       std::string s;
       while (std::getline(ss, s, ',')) {
-        if (!is_known_stage(s)) {
-          *err = "--dump: unknown stage '" + s + "' (known: " + known_stages() + ")";
+        CompileOptions probe;
+        probe.diagnostics.dump = {s};
+        if (Status st = Platform::cpu().backend()->check_options(probe); !st.ok()) {
+          *err = "--dump: " + st.message();
           return false;
         }
-        a->compile.dump.push_back(s);
+        a->compile.diagnostics.dump.push_back(s);
       }
       ++i;
     } else if (f == "--dump-dir") {
       if (!v) { *err = "--dump-dir needs a folder"; return false; }
-      a->compile.dump_dir = v;
+      a->compile.diagnostics.dump_dir = v;
       ++i;
-    } else if (f == "--no-vectorize") a->compile.vectorize = false;
-    else if (f == "--libm-math") a->compile.approximate_math = false;
-    else if (f == "--verbose") a->compile.verbose = true;
+    } else if (f == "--no-vectorize") a->compile.codegen.cpu.vectorize = false;
+    else if (f == "--libm-math") a->compile.codegen.cpu.approximate_math = false;
+    else if (f == "--verbose") a->compile.diagnostics.verbose = true;
     else if (f == "--profile") {
       if (!v || !*v) { *err = "--profile needs a file path"; return false; }
       a->profile = v;

@@ -21,7 +21,7 @@ TEST(ControlFlow, WhileLoopTripCountFromData) {
   const Shape xs(DType::kF32, {5}), ls(DType::kF32);
   for (const VectorIsa isa : {VectorIsa{4, 16}, VectorIsa{16, 32}, VectorIsa{}}) {
     CompileFnOptions o;
-    o.compile.schedule_isa = isa;
+    o.compile.codegen.cpu.schedule_isa = isa;
     auto exe = must(compile_fn(cpu(), o, [](Tensor x, Tensor limit) {
       auto [n, y] = while_loop([&](auto s) { return lt(reduce_sum(std::get<1>(s)), limit); },
                                [](auto s) { return std::make_tuple(std::get<0>(s) + 1.0, std::get<1>(s) * 2.0); },

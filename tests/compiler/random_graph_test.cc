@@ -29,7 +29,7 @@ TEST(RandomGraphs, MatmulElementwiseReduce) {
     SCOPED_TRACE("M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N) +
                  (it % 2 ? " (avx512 tiling)" : " (host tiling)"));
     CompileFnOptions o;
-    if (it % 2) o.compile.schedule_isa = {16, 32};
+    if (it % 2) o.compile.codegen.cpu.schedule_isa = {16, 32};
     Shape sa(DType::kF32, {M, K}), sb(DType::kF32, {K, N}), sc(DType::kF32, {N});
     auto exe = must(compile_fn(cpu(), o, [](Tensor a, Tensor b, Tensor c) {
       Tensor m = matmul(a, b);

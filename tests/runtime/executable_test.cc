@@ -146,11 +146,11 @@ TEST(Buffer, BoolAndHalfUseRawHostTypes) {
 
 TEST(CompileOptions, InvalidOptionsAreErrors) {
   CompileFnOptions o;
-  o.compile.dump = {"bogus-stage"};
+  o.compile.diagnostics.dump = {"bogus-stage"};
   auto exe = compile_fn(cpu(), o, [](Tensor a) { return a; }, f32({2}));
   expect_invalid(exe.status(), {"unknown stage 'bogus-stage'"});
   CompileFnOptions o2;
-  o2.compile.opt_level = 7;
+  o2.compile.codegen.opt_level = 7;
   expect_invalid(compile_fn(cpu(), o2, [](Tensor a) { return a; }, f32({2})).status(), {"opt_level", "7"});
 }
 

@@ -100,13 +100,13 @@ Vals to_host(const Buffer& b) {
   });
 }
 
-// Compile options for run(); ScalarLoops clears .compile.vectorize to check
+// Compile options for run(); ScalarLoops clears .compile.codegen.cpu.vectorize to check
 // the plain-loop path too.
 CompileFnOptions g_opts;
 // While alive, run() compiles without the vectorizing schedule (plain loops).
 struct ScalarLoops {
-  ScalarLoops() { g_opts.compile.vectorize = false; }
-  ~ScalarLoops() { g_opts.compile.vectorize = true; }
+  ScalarLoops() { g_opts.compile.codegen.cpu.vectorize = false; }
+  ~ScalarLoops() { g_opts.compile.codegen.cpu.vectorize = true; }
 };
 
 // Compiled outputs: values (decoded) and the signature's output shapes.
@@ -214,10 +214,10 @@ void on_every_schedule(const std::function<void()>& body) {
   const VectorIsa isas[] = {{4, 16}, {8, 16}, {16, 32}};
   for (const VectorIsa& isa : isas) {
     SCOPED_TRACE("schedule_isa " + std::to_string(isa.f32_lanes) + " lanes");
-    g_opts.compile.schedule_isa = isa;
+    g_opts.compile.codegen.cpu.schedule_isa = isa;
     body();
   }
-  g_opts.compile.schedule_isa = {};
+  g_opts.compile.codegen.cpu.schedule_isa = {};
   ScalarLoops scalar;
   SCOPED_TRACE("scalar loops");
   body();

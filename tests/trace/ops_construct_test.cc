@@ -14,7 +14,7 @@ TEST(Constructors, ArangeLinspaceEyeMasks) {
   const VectorIsa isas[] = {{4, 16}, {8, 16}, {16, 32}, {0, 0}};
   for (const VectorIsa& isa : isas) {
     SCOPED_TRACE("schedule_isa " + std::to_string(isa.f32_lanes));
-    g_opts.compile.schedule_isa = isa;
+    g_opts.compile.codegen.cpu.schedule_isa = isa;
     Outs o = run([]() {
       return std::vector<Tensor>{arange(2, 11, 3, DType::kI32),     arange(1.0, -1.0, -0.25, DType::kF32, "t"),
                                  linspace(0, 1, 11, DType::kF64),   linspace(-2, 2, 4, DType::kF32, Tag(), false),
@@ -42,7 +42,7 @@ TEST(Constructors, ArangeLinspaceEyeMasks) {
     EXPECT_TRUE(close(o.values[7], {0, 0, 0}, DType::kU16));
     EXPECT_TRUE(close(o.values[8], {1, 1, 1, 1}, DType::kBF16));
   }
-  g_opts.compile.schedule_isa = {};
+  g_opts.compile.codegen.cpu.schedule_isa = {};
 }
 
 TEST(Constructors, BadArgumentsAreTraceErrors) {

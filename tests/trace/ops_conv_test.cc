@@ -28,8 +28,8 @@ const Config kConfigs[] = {
 
 CompileFnOptions options(const Config& c) {
   CompileFnOptions o;
-  o.compile.schedule_isa = c.isa;
-  o.compile.vectorize = c.vectorize;
+  o.compile.codegen.cpu.schedule_isa = c.isa;
+  o.compile.codegen.cpu.vectorize = c.vectorize;
   return o;
 }
 
@@ -218,16 +218,7 @@ TEST(ConvNumerics, F64AndHalfPrecision) {
 // The benchmark's shape (3x3, stride 1, same, 56x56x64 -> 64), checked on
 // every ISA, and shown to be vectorized: the scheduled IR holds FMAs on
 // vectors of the ISA's width and no scalar convolution remains.
-std::string slurp_stage(const fs::path& dir, const std::string& stage) {
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().size() > 3 && e.path().filename().string().substr(3) == stage) {
-      std::ifstream f(e.path());
-      std::stringstream ss;
-      ss << f.rdbuf();
-      return ss.str();
-    }
-  return "";
-}
+std::string slurp_stage(const fs::path& dir, const std::string& stage) { return testing::stage_dump(dir, stage); }
 
 TEST(ConvSchedule, VectorizedOnEveryIsa) {
   for (ConvLayout l : {ConvLayout::kNHWC, ConvLayout::kNCHW}) {
@@ -239,8 +230,8 @@ TEST(ConvSchedule, VectorizedOnEveryIsa) {
       fs::path dir = fs::temp_directory_path() / ("radix-conv-" + std::to_string(::getpid()) + "-" + cfg.name);
       fs::remove_all(dir);
       CompileFnOptions o = options(cfg);
-      o.compile.dump = {"schedule-script", "schedule"};
-      o.compile.dump_dir = dir.string();
+      o.compile.diagnostics.dump = {"schedule-script", "schedule"};
+      o.compile.diagnostics.dump_dir = dir.string();
       ConvOptions co = c.opts();
       auto exe = must(compile_fn(cpu(), o, [co](Tensor x, Tensor w) { return conv2d(x, w, co); },
                                  shape_of(c.dtype, c.in_dims()), shape_of(c.dtype, c.k_dims())));
@@ -268,8 +259,8 @@ TEST(PoolSchedule, NhwcPoolingVectorized) {
     fs::path dir = fs::temp_directory_path() / ("radix-pool-" + std::to_string(::getpid()) + "-" + cfg.name);
     fs::remove_all(dir);
     CompileFnOptions o = options(cfg);
-    o.compile.dump = {"schedule"};
-    o.compile.dump_dir = dir.string();
+    o.compile.diagnostics.dump = {"schedule"};
+    o.compile.diagnostics.dump_dir = dir.string();
     Pool2dOptions po;
     po.strides = {2, 2};
     po.padding = Padding::same();

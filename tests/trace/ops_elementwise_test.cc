@@ -106,7 +106,7 @@ TEST(ElementwiseFloat, SpecialValues) {
   // smallest normal f32).
   for (bool approximate : {false, true}) {
   SCOPED_TRACE(approximate ? "approximate_math" : "libm math");
-  g_opts.compile.approximate_math = approximate;
+  g_opts.compile.codegen.cpu.approximate_math = approximate;
   const Val inf = std::numeric_limits<Val>::infinity(), nan = std::numeric_limits<Val>::quiet_NaN();
   const Vals x = {-100, 100, -0.0, 0, inf, -inf, 1000, -1000};
   const Vals y = {0, inf, 1, 4, 0.25, nan, 16, 1};
@@ -132,7 +132,7 @@ TEST(ElementwiseFloat, SpecialValues) {
     EXPECT_TRUE(close(o.values[k], quantize(DType::kF32, want[k]), DType::kF32, 0,
                       k == 2 ? 1e-30 : k == 0 ? flush : 0)) << k;
   }
-  g_opts.compile.approximate_math = true;
+  g_opts.compile.codegen.cpu.approximate_math = true;
 }
 
 // ------------------------------------------------------------ integers
@@ -679,7 +679,7 @@ TEST(Elementwise, ConvertF64ToBF16RoundsOnce) {
   const double below_tie = 1.0 + std::ldexp(1.0, -8) - std::ldexp(1.0, -30);
   for (bool vec : {false, true}) {
     CompileFnOptions o;
-    o.compile.vectorize = vec;
+    o.compile.codegen.cpu.vectorize = vec;
     Shape s(DType::kF64, {4});
     auto exe = testing::must(compile_fn(testing::cpu(), o, [](Tensor x) { return convert(x, DType::kBF16); }, s));
     Buffer in = testing::must(testing::cpu().buffer(s, std::vector<double>{above_tie, below_tie, -above_tie, 3.0}));
@@ -718,7 +718,7 @@ void check_int_div_edge_cases(DType d) {
   }
   for (bool vec : {false, true}) {
     CompileFnOptions o;
-    o.compile.vectorize = vec;
+    o.compile.codegen.cpu.vectorize = vec;
     Shape s(d, {static_cast<int64_t>(x.size())});
     auto exe = testing::must(compile_fn(testing::cpu(), o, [](Tensor a, Tensor b) { return a / b; }, s, s));
     Buffer out = testing::must(exe.call(testing::must(testing::cpu().buffer(s, x)), testing::must(testing::cpu().buffer(s, y))));
@@ -757,7 +757,7 @@ void check_saturation(const std::vector<float>& xs) {
   for (float x : xs) want.push_back(saturate_ref<T>(x));
   for (bool vec : {false, true}) {
     CompileFnOptions o;
-    o.compile.vectorize = vec;
+    o.compile.codegen.cpu.vectorize = vec;
     Shape s(DType::kF32, {static_cast<int64_t>(xs.size())});
     auto exe = testing::must(compile_fn(testing::cpu(), o, [](Tensor x) { return convert(x, dtype_v<T>); }, s));
     Buffer out = testing::must(exe.call(testing::must(testing::cpu().buffer(s, xs))));

@@ -68,12 +68,12 @@ const Config kConfigs[] = {{"host", true, {}},
                            {"avx512", true, {16, 32}}};
 struct UseConfig {
   explicit UseConfig(const Config& c) {
-    g_opts.compile.vectorize = c.vectorize;
-    g_opts.compile.schedule_isa = c.isa;
+    g_opts.compile.codegen.cpu.vectorize = c.vectorize;
+    g_opts.compile.codegen.cpu.schedule_isa = c.isa;
   }
   ~UseConfig() {
-    g_opts.compile.vectorize = true;
-    g_opts.compile.schedule_isa = {};
+    g_opts.compile.codegen.cpu.vectorize = true;
+    g_opts.compile.codegen.cpu.schedule_isa = {};
   }
 };
 
@@ -270,15 +270,12 @@ TEST(RandomSchedules, DrawsAreVectorized) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "radix_ops_random_dump";
   std::filesystem::remove_all(dir);
   CompileFnOptions o;
-  o.compile.dump = {"schedule"};
-  o.compile.dump_dir = dir.string();
+  o.compile.diagnostics.dump = {"schedule"};
+  o.compile.diagnostics.dump_dir = dir.string();
   auto exe = must(compile_fn(cpu(), o, [](Tensor s) { return normal(s, Shape(DType::kF32, {8, 64})).samples; }, kState));
   EXPECT_FALSE(exe.executable().stats().schedule_fell_back);
   std::string text;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    std::ifstream f(e.path());
-    text += std::string(std::istreambuf_iterator<char>(f), {});
-  }
+  text = testing::all_stage_dumps(dir);
   std::filesystem::remove_all(dir);
   bool log_vec = false, cos_vec = false;
   std::istringstream lines(text);

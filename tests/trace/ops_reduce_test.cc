@@ -241,7 +241,7 @@ TEST(ReduceMore, ProdAllAnyArgmaxArgmin) {
   const VectorIsa isas[] = {{4, 16}, {8, 16}, {16, 32}, {0, 0}};
   for (const VectorIsa& isa : isas) {
     SCOPED_TRACE("schedule_isa " + std::to_string(isa.f32_lanes));
-    g_opts.compile.schedule_isa = isa;
+    g_opts.compile.codegen.cpu.schedule_isa = isa;
     const int64_t R = 3, C = 19;
     const Shape fs(DType::kF32, {R, C}, {"r", "c"}), is(DType::kI32, {R, C}, {"r", "c"});
     Vals f = quantize(DType::kF32, rand_vals(R * C, 0.5, 1.5, 21)), iv;
@@ -298,7 +298,7 @@ TEST(ReduceMore, ProdAllAnyArgmaxArgmin) {
     EXPECT_TRUE(close(o.values[6], bmax, DType::kU8));
     EXPECT_TRUE(close(o.values[7], bmin, DType::kI32));
   }
-  g_opts.compile.schedule_isa = {};
+  g_opts.compile.codegen.cpu.schedule_isa = {};
 }
 
 TEST(ReduceMore, BadInputNamesOpAndShape) {

@@ -219,19 +219,14 @@ TEST(ScanOps, ReduceBodyBecomesScalarOps) {
   const std::string dir = ::testing::TempDir() + "radix_reduce_dump";
   std::filesystem::remove_all(dir);
   CompileFnOptions opts;
-  opts.compile.dump = {"traced"};
-  opts.compile.dump_dir = dir;
+  opts.compile.diagnostics.dump = {"traced"};
+  opts.compile.diagnostics.dump_dir = dir;
   auto exe = compile_fn(cpu(), opts, [](Tensor t) {
     return reduce(t, {1}, 1.0, [](const Tensor& a, const Tensor& v) { return maximum(a * v, abs(v) + 1.0); });
   }, Shape(DType::kF32, {4, 6}));
   ASSERT_TRUE(exe.ok()) << exe.status().to_string();
   std::string text;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(e.path());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text += ss.str();
-  }
+  text = testing::all_stage_dumps(dir);
   // One linalg.generic (the reduction), its body plain arith / math ops.
   size_t generics = 0;
   for (size_t p = text.find("linalg.generic"); p != std::string::npos; p = text.find("linalg.generic", p + 1)) ++generics;

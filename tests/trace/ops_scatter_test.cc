@@ -249,12 +249,7 @@ TEST(ScatterOps, MiddleAxisAndUnbatchedIndices) {
 
 std::string read_dumps(const std::string& dir) {
   std::string text;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(e.path());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text += ss.str();
-  }
+  text = testing::all_stage_dumps(dir);
   return text;
 }
 
@@ -270,8 +265,8 @@ TEST(ScatterOps, ScatterBufferizesInPlace) {
   const std::string dir = ::testing::TempDir() + "radix_scatter_dump";
   std::filesystem::remove_all(dir);
   CompileFnOptions opts;
-  opts.compile.dump = {"bufferize"};
-  opts.compile.dump_dir = dir;
+  opts.compile.diagnostics.dump = {"bufferize"};
+  opts.compile.diagnostics.dump_dir = dir;
   auto exe = compile_fn(cpu(), opts, [](Tensor t, Tensor i, Tensor u) {
     return scatter(t, i, u, {0}, [](const Tensor& a, const Tensor& b) { return maximum(a, b) + 1.0; });
   }, Shape(DType::kF32, {64, 16}), Shape(DType::kI32, {100, 1}), Shape(DType::kF32, {100, 16}));

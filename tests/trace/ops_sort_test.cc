@@ -337,10 +337,10 @@ TEST(Sort, SchedulesAndPlainLoops) {
   }
   for (VectorIsa isa : {VectorIsa{4, 16}, VectorIsa{8, 16}, VectorIsa{16, 32}}) {
     SCOPED_TRACE("isa " + std::to_string(isa.f32_lanes) + "x" + std::to_string(isa.registers));
-    g_opts.compile.schedule_isa = isa;
+    g_opts.compile.codegen.cpu.schedule_isa = isa;
     all();
   }
-  g_opts.compile.schedule_isa = {};
+  g_opts.compile.codegen.cpu.schedule_isa = {};
 }
 
 // Bufferized IR: the loops load and store in place; no allocation or copy
@@ -349,8 +349,8 @@ TEST(Sort, BufferizesInPlace) {
   const std::string dir = ::testing::TempDir() + "radix_sort_dump";
   std::filesystem::remove_all(dir);
   CompileFnOptions opts;
-  opts.compile.dump = {"bufferize"};
-  opts.compile.dump_dir = dir;
+  opts.compile.diagnostics.dump = {"bufferize"};
+  opts.compile.diagnostics.dump_dir = dir;
   auto exe = compile_fn(cpu(), opts, [](Tensor x, Tensor y) {
     TopK t = top_k(y, 5, 1);
     auto by_abs = [](const Tensor& a, const Tensor& b) { return lt(abs(a), abs(b)); };
@@ -358,12 +358,7 @@ TEST(Sort, BufferizesInPlace) {
   }, Shape(DType::kF32, {100, 3}), Shape(DType::kF32, {3, 100}));
   ASSERT_TRUE(exe.ok()) << exe.status().to_string();
   std::string text;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    std::ifstream f(e.path());
-    std::stringstream ss;
-    ss << f.rdbuf();
-    text += ss.str();
-  }
+  text = testing::all_stage_dumps(dir);
   std::filesystem::remove_all(dir);
   ASSERT_NE(text.find("scf.for"), std::string::npos);
   std::istringstream lines(text);

@@ -1,45 +1,54 @@
 // CompileOptions: how a traced module is turned into an Executable.
+//
+// Split by effect: CodegenOptions change the generated code and are part of
+// the executable-cache key; DiagnosticOptions (dumps, verbosity, profiling)
+// never do, so turning them on still hits the cache.
 #pragma once
 
 #include "radix/core/cxx_version.h"  // first: a clear error below C++20
 
-#include <ostream>
 #include <string>
 #include <vector>
 
+#include "radix/backends/cpu/cpu_options.h"
+
 namespace radix {
 
-// The SIMD registers the CPU schedule tiles for. Zero fields mean "the
-// host's" (the JIT always targets the host). Setting them checks the schedule
-// another CPU would get — e.g. AVX-512's {16, 32} — on this machine.
-struct VectorIsa {
-  int f32_lanes = 0;  // f32 values per vector register (4 SSE/NEON, 8 AVX2, 16 AVX-512)
-  int registers = 0;  // vector registers (16 or 32)
+struct CodegenOptions {
+  // LLVM optimization level, 0..3.
+  int opt_level = 3;
+  // The CPU to generate code for: "host" (this machine's CPU and features)
+  // or an LLVM CPU name ("znver3", "skylake-avx512", "x86-64-v3", ...). Code
+  // for another CPU runs here only if this CPU has its features.
+  std::string target_cpu = "host";
+  // Devices the program is partitioned over (1: no sharding).
+  int num_devices = 1;
+  // Each backend's typed options (IREE's per-target options): only the
+  // compiling backend's are read and hashed.
+  CpuOptions cpu;
+};
+
+struct DiagnosticOptions {
+  // Stages to write: "traced" (as emitted), any stage of the backend's
+  // pipeline (CPU: "dps", "fuse", "schedule-script", "schedule", "bufferize",
+  // "math", "lower", "llvm-ir"), or "all".
+  std::vector<std::string> dump;
+  // Where dumps go. Empty: standard error. Otherwise every compile writes
+  // <dump_dir>/<backend>/<module name>_<key>/module.mlir (the traced module)
+  // and one "<NN>-<stage>.mlir" / ".ll" per dumped stage there; <key> is the
+  // executable-cache key, so each distinct program has its own folder.
+  std::string dump_dir;
+  // Per-stage progress and timings (and executable-cache decisions) on
+  // standard error.
+  bool verbose = false;
 };
 
 struct CompileOptions {
-  // Stages to print: "traced" (as emitted), any pipeline stage name
-  // (see compiler/pipelines.h: "dps", "fuse", "schedule", "bufferize",
-  // "math", "lower"), "schedule-script" (the generated transform script), "llvm-ir"
-  // (optimized LLVM IR), or "all".
-  std::vector<std::string> dump;
-  // Where dumps go: empty = standard error; otherwise a folder that receives
-  // one file per stage, "<NN>-<stage>.mlir" / ".ll".
-  std::string dump_dir;
-  // Apply the transform-dialect tiling + vectorization schedule. Off gives
-  // plain scalar loops (a reference for debugging the schedule).
-  bool vectorize = true;
-  // f32 exp / expm1 / log / log1p / log2 / tanh / erf as vectorizable
-  // polynomial approximations (a few ulp on normal results; results in the
-  // subnormal range flush to zero), ~3x faster than per-lane libm calls.
-  // false: libm, correctly rounded or nearly so. Other dtypes always use libm.
-  bool approximate_math = true;
-  // Override of the vector ISA the schedule is sized for (see VectorIsa).
-  VectorIsa schedule_isa;
-  // LLVM optimization level, 0..3.
-  int opt_level = 3;
-  // Print per-stage progress and timings to standard error.
-  bool verbose = false;
+  CodegenOptions codegen;
+  DiagnosticOptions diagnostics;
+  // On-disk executable cache folder (see runtime/executable_cache.h); empty:
+  // no cache. A compile first looks the program up there and stores it after.
+  std::string cache_dir;
 };
 
 }  // namespace radix

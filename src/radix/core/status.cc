@@ -11,6 +11,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kInvalidArgument: return "InvalidArgument";
     case ErrorCode::kTraceError: return "TraceError";
     case ErrorCode::kCompileError: return "CompileError";
+    case ErrorCode::kScheduleError: return "ScheduleError";
     case ErrorCode::kRuntimeError: return "RuntimeError";
     case ErrorCode::kNotFound: return "NotFound";
     case ErrorCode::kIoError: return "IoError";

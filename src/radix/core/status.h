@@ -20,6 +20,8 @@ enum class ErrorCode {
   kInvalidArgument,  // wrong shapes, dtypes, counts, options
   kTraceError,       // the traced function misused an op
   kCompileError,     // a pass pipeline or the JIT failed
+  kScheduleError,    // the CPU's vectorizing schedule was rejected (a Radix bug; the
+                     // backend then compiles plain loops and says so)
   kRuntimeError,     // execution or transfer failed
   kNotFound,
   kIoError,

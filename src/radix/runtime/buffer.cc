@@ -4,29 +4,35 @@
 
 namespace radix {
 
-Buffer::Buffer(Buffer&& o) noexcept : backend_(std::move(o.backend_)), ptr_(o.ptr_), shape_(o.shape_) {
+Buffer::Buffer(Buffer&& o) noexcept
+    : backend_(std::move(o.backend_)), ptr_(o.ptr_), shape_(o.shape_), kind_(o.kind_) {
   o.ptr_ = nullptr;
 }
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
-    if (backend_ && ptr_) backend_->deallocate(ptr_);
+    release();
     backend_ = std::move(o.backend_);
     ptr_ = o.ptr_;
     shape_ = o.shape_;
+    kind_ = o.kind_;
     o.ptr_ = nullptr;
   }
   return *this;
 }
 
-Buffer::~Buffer() {
-  if (backend_ && ptr_) backend_->deallocate(ptr_);
+void Buffer::release() {
+  if (backend_ && ptr_) backend_->deallocate(ptr_, shape_.byte_size(), kind_);
+  backend_.reset();
+  ptr_ = nullptr;
 }
 
-Result<Buffer> Buffer::allocate(std::shared_ptr<Backend> backend, const Shape& shape) {
+Buffer::~Buffer() { release(); }
+
+Result<Buffer> Buffer::allocate(std::shared_ptr<Backend> backend, const Shape& shape, MemoryKind kind) {
   if (!backend) return invalid_argument("Buffer::allocate: no backend");
-  RADIX_ASSIGN_OR_RETURN(void* p, backend->allocate(shape.byte_size()));
-  return Buffer(std::move(backend), p, shape);
+  RADIX_ASSIGN_OR_RETURN(void* p, backend->allocate(shape.byte_size(), kind));
+  return Buffer(std::move(backend), p, shape, kind);
 }
 
 Result<Buffer> Buffer::from_bytes(std::shared_ptr<Backend> backend, const Shape& shape,

@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "radix/core/memory_kind.h"
 #include "radix/core/shape.h"
 #include "radix/core/status.h"
 
@@ -27,8 +28,9 @@ class Buffer {
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer();
 
-  // Allocates uninitialized device memory for `shape`.
-  static Result<Buffer> allocate(std::shared_ptr<Backend> backend, const Shape& shape);
+  // Allocates uninitialized memory of `kind` for `shape`.
+  static Result<Buffer> allocate(std::shared_ptr<Backend> backend, const Shape& shape,
+                                 MemoryKind kind = MemoryKind::kDevice);
   // Copies `bytes` (exactly shape.byte_size() of them) host -> device.
   static Result<Buffer> from_bytes(std::shared_ptr<Backend> backend, const Shape& shape,
                                    std::span<const std::byte> bytes);
@@ -36,7 +38,10 @@ class Buffer {
   const Shape& shape() const { return shape_; }
   DType dtype() const { return shape_.dtype(); }
   size_t byte_size() const { return shape_.byte_size(); }
+  // False for a default-constructed or moved-from Buffer (e.g. one donated
+  // to a call): every use of it is then an error.
   bool valid() const { return backend_ != nullptr; }
+  MemoryKind memory_kind() const { return kind_; }
   void* device_ptr() const { return ptr_; }
   Backend* backend() const { return backend_.get(); }
 
@@ -48,12 +53,15 @@ class Buffer {
   Result<std::vector<T>> to_host() const;
 
  private:
-  Buffer(std::shared_ptr<Backend> backend, void* ptr, const Shape& shape)
-      : backend_(std::move(backend)), ptr_(ptr), shape_(shape) {}
+  Buffer(std::shared_ptr<Backend> backend, void* ptr, const Shape& shape, MemoryKind kind)
+      : backend_(std::move(backend)), ptr_(ptr), shape_(shape), kind_(kind) {}
+  void release();
   Status check_host_type(DType requested, size_t elem_size) const;
   std::shared_ptr<Backend> backend_;
   void* ptr_ = nullptr;
   Shape shape_;
+  MemoryKind kind_ = MemoryKind::kDevice;
+  friend class Executable;  // donation: a donated input's memory becomes an output
 };
 
 template <class T>

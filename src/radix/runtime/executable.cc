@@ -6,12 +6,6 @@
 
 namespace radix {
 
-std::string CompileStats::summary() const {
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "lower %.1f ms, jit %.1f ms, total %.1f ms", lower_ms, jit_ms, total_ms);
-  return buf;
-}
-
 Executable::Executable(std::shared_ptr<Backend> backend, std::unique_ptr<BackendExecutable> exe, Signature signature)
     : backend_(std::move(backend)), exe_(std::move(exe)), sig_(std::move(signature)) {}
 Executable::Executable(Executable&&) noexcept = default;

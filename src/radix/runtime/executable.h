@@ -27,7 +27,7 @@ class Executable {
   ~Executable();
 
   const Signature& signature() const { return sig_; }
-  const CompileStats& stats() const { return exe_->stats(); }
+  const CompileStats& stats() const { return exe_->stats; }
   const std::shared_ptr<Backend>& backend() const { return backend_; }
 
   // All inputs, in signature order.

@@ -1,20 +1,126 @@
 #include "radix/runtime/platform.h"
 
-#include "radix/runtime/profiler.h"
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 
-#include "radix/backends/cpu/cpu_backend.h"
+#include "radix/runtime/executable_cache.h"
+#include "radix/runtime/profiler.h"
 #include "radix/trace/traced_module.h"
+
+#ifndef RADIX_VERSION
+#define RADIX_VERSION "dev"
+#endif
 
 namespace radix {
 
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The seeds' computeModuleHash: everything that decides the native code.
+uint64_t module_key(const Backend& backend, const TracedModule& module, const CompileOptions& options) {
+  CacheKey key;
+  key.add("radix", RADIX_VERSION)
+      .add("module", module.bytecode())
+      .add("backend", backend.name())
+      .add("codegen", backend.codegen_fingerprint(options));
+  return key.digest();
+}
+}  // namespace
+
+Result<Platform> Platform::get(const std::string& name) {
+  RADIX_ASSIGN_OR_RETURN(std::shared_ptr<Backend> b, backend_by_name(name));
+  return Platform(std::move(b));
+}
+
 Platform Platform::cpu() {
-  static std::shared_ptr<Backend> backend = make_cpu_backend();
-  return Platform(backend);
+  static Platform p = [] {
+    auto r = get("cpu");
+    if (!r.ok()) {
+      std::fprintf(stderr, "radix: %s\n", r.status().to_string().c_str());
+      std::abort();  // libradix always carries the cpu backend: this is a broken build
+    }
+    return std::move(r).value();
+  }();
+  return p;
+}
+
+Result<std::string> Platform::cache_key(const TracedModule& module, const CompileOptions& options) const {
+  RADIX_RETURN_IF_ERROR(backend_->check_options(options));
+  return CacheKey::hex(module_key(*backend_, module, options));
 }
 
 Result<Executable> Platform::compile(const TracedModule& module, const CompileOptions& options) const {
   Profiler::Span span("compile " + module.name() + " on " + backend_->name(), "compile");
-  RADIX_ASSIGN_OR_RETURN(auto exe, backend_->compile(module, options));
+  RADIX_RETURN_IF_ERROR(backend_->check_options(options));
+  const bool verbose = options.diagnostics.verbose;
+  const uint64_t key = module_key(*backend_, module, options);
+  CompileJob job{module.name(), module.bytecode(), &module.signature(), &options, ""};
+
+  if (!options.diagnostics.dump_dir.empty()) {
+    std::filesystem::path dir = std::filesystem::path(options.diagnostics.dump_dir) / backend_->name() /
+                                (module.name() + "_" + CacheKey::hex(key));
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Status(ErrorCode::kIoError, "cannot create the dump folder " + dir.string() + ": " + ec.message());
+    std::ofstream(dir / "module.mlir") << module.to_string();
+    job.dump_folder = dir.string();
+  }
+
+  std::optional<ExecutableCache> cache;
+  CompileStats::Cache outcome = CompileStats::Cache::kOff;
+  if (!options.cache_dir.empty()) {
+    cache.emplace(options.cache_dir);
+    auto t0 = std::chrono::steady_clock::now();
+    CacheLookup found;
+    {
+      Profiler::Span load_span("cache load " + CacheKey::hex(key), "cache");
+      found = cache->load(key);
+    }
+    outcome = CompileStats::Cache::kMiss;
+    if (found.kind == CacheLookup::Kind::kHit) {
+      Profiler::Span load_span("cache load executable", "cache");
+      auto loaded = backend_->load(found.payload, job);
+      if (loaded.ok()) {
+        std::unique_ptr<BackendExecutable> exe = std::move(loaded).value();
+        exe->stats.cache = CompileStats::Cache::kHit;
+        exe->stats.cache_load_ms = ms_since(t0);
+        exe->stats.cache_entry = found.path;
+        exe->stats.dump_folder = job.dump_folder;
+        if (verbose)
+          std::fprintf(stderr, "[radix] cache hit %s (%.1f ms)\n", found.path.c_str(), exe->stats.cache_load_ms);
+        return Executable(backend_, std::move(exe), module.signature());
+      }
+      found.kind = CacheLookup::Kind::kRejected;
+      found.reason = found.path + ": " + loaded.status().message();
+    }
+    if (found.kind == CacheLookup::Kind::kRejected) {
+      outcome = CompileStats::Cache::kRejected;
+      if (verbose) std::fprintf(stderr, "[radix] cache entry rejected, recompiling: %s\n", found.reason.c_str());
+      cache->remove(key);
+    } else if (verbose) {
+      std::fprintf(stderr, "[radix] cache miss %s\n", found.path.c_str());
+    }
+  }
+
+  RADIX_ASSIGN_OR_RETURN(std::unique_ptr<BackendExecutable> exe, backend_->compile(job));
+  exe->stats.cache = outcome;
+  if (cache) {
+    std::string bytes = exe->serialize();
+    exe->stats.cache_entry = cache->entry_path(key);
+    if (!bytes.empty()) {
+      auto t0 = std::chrono::steady_clock::now();
+      Profiler::Span store_span("cache store " + CacheKey::hex(key), "cache");
+      Status st = cache->store(key, bytes);
+      exe->stats.cache_store_ms = ms_since(t0);
+      // A cache that cannot be written costs speed, not correctness.
+      if (!st.ok()) std::fprintf(stderr, "radix: warning: executable cache: %s\n", st.message().c_str());
+      else if (verbose) std::fprintf(stderr, "[radix] cache store %s (%zu bytes)\n", exe->stats.cache_entry.c_str(), bytes.size());
+    }
+  }
   return Executable(backend_, std::move(exe), module.signature());
 }
 

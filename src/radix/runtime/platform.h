@@ -21,13 +21,26 @@ class TracedModule;
 class Platform {
  public:
   explicit Platform(std::shared_ptr<Backend> backend) : backend_(std::move(backend)) {}
-  // The embedded CPU backend (LLVM ORC JIT).
+  // The backend registered as `name` ("cpu"; see backend_names()), or
+  // kNotFound listing the registered ones.
+  static Result<Platform> get(const std::string& name);
+  // The embedded CPU backend (LLVM ORC JIT); always registered.
   static Platform cpu();
 
   std::string name() const { return backend_->name(); }
   const std::shared_ptr<Backend>& backend() const { return backend_; }
 
+  // Compiles `module` for this backend. With options.cache_dir set, looks
+  // the program up in the on-disk executable cache first (key: the module's
+  // bytecode, the backend, its resolved target and code-generating options,
+  // Radix's version) and stores it there after a miss; a corrupt, truncated
+  // or foreign entry is reported (verbose) and replaced. Executable::stats()
+  // says what happened. With options.diagnostics.dump_dir set, writes
+  // <dump_dir>/<backend>/<name>_<key>/module.mlir and the dumped stages.
+  // Thread-safe: one traced module may be compiled from several threads.
   Result<Executable> compile(const TracedModule& module, const CompileOptions& options = {}) const;
+  // The executable-cache key compile() would use (16 hex digits).
+  Result<std::string> cache_key(const TracedModule& module, const CompileOptions& options = {}) const;
 
   // Host -> device. `data.size()` must equal shape.count() and T match the
   // dtype (uint8_t for bool, uint16_t raw bits for f16 / bf16).

@@ -14,11 +14,10 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/InitAllDialects.h"
+#include "mlir/Bytecode/BytecodeWriter.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/InitAllExtensions.h"
-#include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
 #include "radix/runtime/profiler.h"
 #include "radix/trace/diagnostic_collector.h"
@@ -32,15 +31,15 @@ std::atomic<uint64_t> g_next_trace_id{1};
 uint64_t new_trace_id() { return g_next_trace_id.fetch_add(1, std::memory_order_relaxed); }
 thread_local std::vector<CompilationContext*> g_stack;
 
-// One registry for the process: every dialect, extension and LLVM IR
-// translation, so that the backend's pass pipelines can load what they need
-// in the same MLIRContext the module was traced in.
-const mlir::DialectRegistry& global_registry() {
+// The dialects tracing emits (their dependencies load with them) and the
+// interface extensions canonicalization may use. Backends lower in contexts
+// of their own, with their own registries.
+const mlir::DialectRegistry& trace_registry() {
   static mlir::DialectRegistry* registry = [] {
     auto* r = new mlir::DialectRegistry();
-    mlir::registerAllDialects(*r);
+    r->insert<mlir::func::FuncDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
+              mlir::tensor::TensorDialect, mlir::linalg::LinalgDialect, mlir::scf::SCFDialect>();
     mlir::registerAllExtensions(*r);
-    mlir::registerAllToLLVMIRTranslations(*r);
     return r;
   }();
   return *registry;
@@ -51,10 +50,12 @@ struct CompilationContext::Impl {
   mlir::MLIRContext mlir;
   mlir::OpBuilder builder;
   mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::mutex serialize_mu;  // printing may touch the context's uniquer: one at a time
+  std::string bytecode;
   explicit Impl()
-      : mlir(global_registry(), mlir::MLIRContext::Threading::DISABLED), builder(&mlir) {
+      : mlir(trace_registry(), mlir::MLIRContext::Threading::DISABLED), builder(&mlir) {
     mlir.loadDialect<mlir::func::FuncDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
-                     mlir::tensor::TensorDialect, mlir::linalg::LinalgDialect>();
+                     mlir::tensor::TensorDialect, mlir::linalg::LinalgDialect, mlir::scf::SCFDialect>();
   }
 };
 
@@ -92,6 +93,24 @@ mlir::MLIRContext& CompilationContext::mlir_context() { return impl_->mlir; }
 mlir::OpBuilder& CompilationContext::builder() { return impl_->builder; }
 mlir::ModuleOp CompilationContext::module() { return *impl_->module; }
 mlir::Location CompilationContext::loc() { return mlir::UnknownLoc::get(&impl_->mlir); }
+
+std::string CompilationContext::module_text() {
+  std::lock_guard<std::mutex> lock(impl_->serialize_mu);
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  impl_->module->print(os);
+  return s;
+}
+
+const std::string& CompilationContext::module_bytecode() {
+  std::lock_guard<std::mutex> lock(impl_->serialize_mu);
+  if (impl_->bytecode.empty()) {
+    llvm::raw_string_ostream os(impl_->bytecode);
+    if (mlir::failed(mlir::writeBytecodeToFile(*impl_->module, os)))
+      detail::fail("internal: the traced module cannot be written as bytecode");
+  }
+  return impl_->bytecode;
+}
 
 void CompilationContext::push_block(mlir::Block* block) {
   blocks_.push_back(block);
@@ -217,12 +236,8 @@ const std::string& TracedModule::name() const { return ctx_->options().name; }
 mlir::ModuleOp TracedModule::module() const { return ctx_->module(); }
 mlir::MLIRContext* TracedModule::mlir_context() const { return &ctx_->mlir_context(); }
 
-std::string TracedModule::to_string() const {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  ctx_->module().print(os);
-  return s;
-}
+std::string TracedModule::to_string() const { return ctx_->module_text(); }
+const std::string& TracedModule::bytecode() const { return ctx_->module_bytecode(); }
 
 std::string Signature::to_string() const {
   std::ostringstream os;

@@ -57,6 +57,10 @@ class CompilationContext {
   mlir::OpBuilder& builder();
   mlir::ModuleOp module();
   mlir::Location loc();
+  // Module text / bytecode, serialized under a lock (readers on several
+  // threads at once are fine); see TracedModule.
+  std::string module_text();
+  const std::string& module_bytecode();
   uint64_t next_id() { return next_id_++; }
   // Identifies the function being traced: drawn from a process-wide counter
   // when emission starts, so no two traces (even of contexts that reuse one

@@ -41,6 +41,10 @@ class TracedModule {
   const std::string& name() const;
   // Textual MLIR of the module (generic form off: pretty, verified form).
   std::string to_string() const;
+  // The module as MLIR bytecode: what backends compile (each parses it into
+  // a context of its own) and what the executable-cache key hashes. Written
+  // once, on first use. Thread-safe, like to_string().
+  const std::string& bytecode() const;
   mlir::ModuleOp module() const;
   mlir::MLIRContext* mlir_context() const;
   CompilationContext& context() const { return *ctx_; }

@@ -27,7 +27,7 @@ const IsaCase kIsas[] = {{"sse", {4, 16}}, {"avx2", {8, 16}}, {"avx512", {16, 32
 
 CompileFnOptions with_isa(const IsaCase& c) {
   CompileFnOptions o;
-  o.compile.schedule_isa = c.isa;
+  o.compile.codegen.cpu.schedule_isa = c.isa;
   return o;
 }
 

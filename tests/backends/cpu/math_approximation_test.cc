@@ -46,7 +46,7 @@ std::vector<float> logspace(double lo_exp, double hi_exp, int n) {
 
 double max_ulp(const Sweep& s, bool approximate) {
   CompileFnOptions o;
-  o.compile.approximate_math = approximate;
+  o.compile.codegen.cpu.approximate_math = approximate;
   Shape shape(DType::kF32, {static_cast<int64_t>(s.xs.size())});
   auto exe = must(compile_fn(cpu(), o, [op = s.op](Tensor x) { return op(x); }, shape));
   std::vector<float> got = must(must(exe.call(must(cpu().buffer(shape, s.xs)))).to_host<float>());
@@ -82,21 +82,18 @@ TEST(MathApproximation, LibmPathIsNearlyCorrectlyRounded) {
 }
 
 TEST(MathApproximation, CanBeTurnedOffAndIsOnByDefault) {
-  EXPECT_TRUE(CompileOptions{}.approximate_math);
+  EXPECT_TRUE(CompileOptions{}.codegen.cpu.approximate_math);
   for (bool approximate : {false, true}) {
     CompileFnOptions o;
-    o.compile.approximate_math = approximate;
-    o.compile.dump = {"llvm-ir"};
-    o.compile.dump_dir = (std::filesystem::temp_directory_path() / ("radix-math-" + std::to_string(::getpid()))).string();
-    std::filesystem::remove_all(o.compile.dump_dir);
+    o.compile.codegen.cpu.approximate_math = approximate;
+    o.compile.diagnostics.dump = {"llvm-ir"};
+    o.compile.diagnostics.dump_dir = (std::filesystem::temp_directory_path() / ("radix-math-" + std::to_string(::getpid()))).string();
+    std::filesystem::remove_all(o.compile.diagnostics.dump_dir);
     must(compile_fn(cpu(), o, [](Tensor x) { return tanh(x); }, Shape(DType::kF32, {64})));
     std::string ir;
-    for (const auto& e : std::filesystem::directory_iterator(o.compile.dump_dir)) {
-      std::ifstream f(e.path());
-      ir.assign(std::istreambuf_iterator<char>(f), {});
-    }
+    ir = testing::all_stage_dumps(o.compile.diagnostics.dump_dir);
     EXPECT_EQ(ir.find("tanh") != std::string::npos, !approximate) << "approximate_math=" << approximate;
-    std::filesystem::remove_all(o.compile.dump_dir);
+    std::filesystem::remove_all(o.compile.diagnostics.dump_dir);
   }
 }
 

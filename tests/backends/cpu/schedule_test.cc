@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "radix/compiler/schedule.h"
+#include "radix/backends/cpu/schedule.h"
 #include "test_util.h"
 
 namespace radix {
@@ -24,16 +24,7 @@ struct IsaCase {
 };
 const IsaCase kIsas[] = {{"sse", {4, 16}}, {"avx2", {8, 16}}, {"avx512", {16, 32}}};
 
-std::string slurp_stage(const fs::path& dir, const std::string& stage) {
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().substr(3) == stage) {
-      std::ifstream f(e.path());
-      std::stringstream ss;
-      ss << f.rdbuf();
-      return ss.str();
-    }
-  return "";
-}
+std::string slurp_stage(const fs::path& dir, const std::string& stage) { return testing::stage_dump(dir, stage); }
 
 std::vector<float> naive_matmul(const std::vector<float>& a, const std::vector<float>& b, int64_t M, int64_t K,
                                 int64_t N) {
@@ -56,9 +47,9 @@ std::pair<std::string, std::string> check(const IsaCase& c, int64_t M, int64_t K
   fs::path dir = fs::temp_directory_path() / ("radix-sched-" + std::to_string(::getpid()) + "-" + c.name);
   fs::remove_all(dir);
   CompileFnOptions o;
-  o.compile.schedule_isa = c.isa;
-  o.compile.dump = {"schedule-script", "schedule"};
-  o.compile.dump_dir = dir.string();
+  o.compile.codegen.cpu.schedule_isa = c.isa;
+  o.compile.diagnostics.dump = {"schedule-script", "schedule"};
+  o.compile.diagnostics.dump_dir = dir.string();
   Shape sa(DType::kF32, {M, K}), sb(DType::kF32, {K, N});
   auto exe = must(compile_fn(cpu(), o, [](Tensor a, Tensor b) { return relu(matmul(a, b)); }, sa, sb));
   std::vector<float> a = testing::random_vec<float>(static_cast<size_t>(M * K), -1, 1, 11);
@@ -121,9 +112,9 @@ TEST(Schedule, BatchedContractionOnEveryIsa) {
     fs::path dir = fs::temp_directory_path() / ("radix-bmm-" + std::to_string(::getpid()) + "-" + c.name);
     fs::remove_all(dir);
     CompileFnOptions o;
-    o.compile.schedule_isa = c.isa;
-    o.compile.dump = {"traced", "schedule"};
-    o.compile.dump_dir = dir.string();
+    o.compile.codegen.cpu.schedule_isa = c.isa;
+    o.compile.diagnostics.dump = {"traced", "schedule"};
+    o.compile.diagnostics.dump_dir = dir.string();
     auto exe = must(compile_fn(cpu(), o, [](Tensor a, Tensor b) { return dot(a, b, "d"); }, qs, ks));
     EXPECT_EQ(exe.executable().signature().outputs[0].to_string(), "f32[b=3,s=32,t=48]");
     Buffer out = must(exe.call(must(cpu().buffer(qs, q)), must(cpu().buffer(ks, k))));
@@ -147,9 +138,9 @@ TEST(Schedule, ReductionsVectorizeOnEveryIsa) {
     fs::path dir = fs::temp_directory_path() / ("radix-red-" + std::to_string(::getpid()) + "-" + c.name);
     fs::remove_all(dir);
     CompileFnOptions o;
-    o.compile.schedule_isa = c.isa;
-    o.compile.dump = {"schedule-script"};
-    o.compile.dump_dir = dir.string();
+    o.compile.codegen.cpu.schedule_isa = c.isa;
+    o.compile.diagnostics.dump = {"schedule-script"};
+    o.compile.diagnostics.dump_dir = dir.string();
     auto exe = must(compile_fn(cpu(), o, [](Tensor f, Tensor i) {
       return std::make_tuple(reduce_sum(f, {1}), reduce_max(f, {1}), reduce_sum(f, {0}), reduce_min(i, {1}),
                              reduce_sum(i, {0}));
@@ -185,7 +176,7 @@ TEST(Schedule, ReductionsVectorizeOnEveryIsa) {
 
 TEST(Schedule, InvalidIsaOverrideIsAnError) {
   CompileFnOptions o;
-  o.compile.schedule_isa = {12, 16};
+  o.compile.codegen.cpu.schedule_isa = {12, 16};
   auto exe = compile_fn(cpu(), o, [](Tensor a) { return a; }, Shape(DType::kF32, {4}));
   ASSERT_FALSE(exe.ok());
   EXPECT_NE(exe.status().message().find("schedule_isa"), std::string::npos) << exe.status().message();
@@ -214,9 +205,9 @@ TEST(Schedule, MultiAxisReductionsAreVectorized) {
     fs::path dir = fs::temp_directory_path() / ("radix-multired-" + std::to_string(::getpid()) + "-" + c.name);
     fs::remove_all(dir);
     CompileFnOptions o;
-    o.compile.schedule_isa = c.isa;
-    o.compile.dump = {"schedule-script"};
-    o.compile.dump_dir = dir.string();
+    o.compile.codegen.cpu.schedule_isa = c.isa;
+    o.compile.diagnostics.dump = {"schedule-script"};
+    o.compile.diagnostics.dump_dir = dir.string();
     auto exe = must(compile_fn(cpu(), o, [](Tensor t) {
       return std::make_tuple(reduce_sum(t, {0, 2}), reduce_max(t), reduce_sum(t, {1, 2}));
     }, s));

@@ -1,4 +1,8 @@
-#include "radix/backends/cpu/cpu_backend.h"
+// The CPU backend: parses the traced module into its own MLIRContext, lowers
+// it with the named pipelines of cpu_pipelines.h, JIT-compiles it with LLVM
+// ORC for the host CPU, and runs it on 64-byte-aligned host memory. It
+// registers itself as "cpu" (see runtime/backend.h).
+#include "radix/runtime/backend.h"
 #include "radix/runtime/profiler.h"
 
 #include <atomic>
@@ -12,11 +16,21 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/Target/TargetMachine.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "radix/compiler/pipelines.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "radix/backends/cpu/cpu_pipelines.h"
+#include "radix/backends/cpu/schedule.h"
+#include "radix/compiler/stage_dumper.h"
+#include "radix/runtime/host_symbols.h"
+#include "radix/trace/diagnostic_collector.h"
 #include "radix/core/half.h"
 #include "radix/trace/traced_module.h"
 
@@ -57,16 +71,28 @@ extern "C" float radix_truncdfbf2(double x) {
   return bits_as_bf16_return(float_to_bf16(f));
 }
 
-void register_runtime_symbols(mlir::ExecutionEngine& engine) {
-  engine.registerSymbols([](llvm::orc::MangleAndInterner interner) {
+// Links every registered host symbol (runtime/host_symbols.h) into the JIT.
+void link_host_symbols(mlir::ExecutionEngine& engine) {
+  std::vector<HostSymbol> symbols = host_symbols();
+  engine.registerSymbols([&](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap m;
-    auto add = [&](const char* name, auto* fn) {
-      m[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported};
-    };
-    add("__truncsfbf2", &radix_truncsfbf2);
-    add("__truncdfbf2", &radix_truncdfbf2);
+    for (const HostSymbol& s : symbols)
+      m[interner(s.name)] = {llvm::orc::ExecutorAddr::fromPtr(s.address), llvm::JITSymbolFlags::Exported};
     return m;
   });
+}
+
+// The CPU backend's own registry: every dialect its pipelines produce, their
+// interface extensions, and the LLVM IR translations.
+const mlir::DialectRegistry& cpu_registry() {
+  static mlir::DialectRegistry* registry = [] {
+    auto* r = new mlir::DialectRegistry();
+    mlir::registerAllDialects(*r);
+    mlir::registerAllExtensions(*r);
+    mlir::registerAllToLLVMIRTranslations(*r);
+    return r;
+  }();
+  return *registry;
 }
 
 // Memref descriptors for the C interface: {allocated, aligned, offset,
@@ -108,8 +134,9 @@ void arm_exit_sentinel() { static ExitSentinel sentinel; }
 class CpuExecutable : public BackendExecutable {
  public:
   CpuExecutable(std::unique_ptr<mlir::ExecutionEngine> engine, void (*entry)(void**), Signature sig,
-                CompileStats stats)
-      : engine_(std::move(engine)), entry_(entry), sig_(std::move(sig)), stats_(stats) {
+                CompileStats compile_stats)
+      : engine_(std::move(engine)), entry_(entry), sig_(std::move(sig)) {
+    stats = compile_stats;
     arm_exit_sentinel();
   }
   ~CpuExecutable() override {
@@ -132,13 +159,12 @@ class CpuExecutable : public BackendExecutable {
     entry_(args.data());
     return Status();
   }
-  const CompileStats& stats() const override { return stats_; }
+  std::string serialize() const override { return {}; }
 
  private:
   std::unique_ptr<mlir::ExecutionEngine> engine_;
   void (*entry_)(void**);
   Signature sig_;
-  CompileStats stats_;
 };
 
 class CpuBackend : public Backend {
@@ -148,50 +174,85 @@ class CpuBackend : public Backend {
     std::call_once(once, [] {
       llvm::InitializeNativeTarget();
       llvm::InitializeNativeTargetAsmPrinter();
+      (void)register_host_symbol("__truncsfbf2", reinterpret_cast<void*>(&radix_truncsfbf2));
+      (void)register_host_symbol("__truncdfbf2", reinterpret_cast<void*>(&radix_truncdfbf2));
     });
   }
 
   std::string name() const override { return "cpu"; }
 
-  Result<std::unique_ptr<BackendExecutable>> compile(const TracedModule& traced,
-                                                     const CompileOptions& options) override {
-    if (options.opt_level < 0 || options.opt_level > 3)
-      return invalid_argument("CompileOptions.opt_level must be 0..3, got " + std::to_string(options.opt_level));
-    const VectorIsa& isa = options.schedule_isa;
+  Status check_options(const CompileOptions& options) const override {
+    const CodegenOptions& cg = options.codegen;
+    if (cg.opt_level < 0 || cg.opt_level > 3)
+      return invalid_argument("CompileOptions.codegen.opt_level must be 0..3, got " + std::to_string(cg.opt_level));
+    if (cg.num_devices != 1)
+      return invalid_argument("CompileOptions.codegen.num_devices: the cpu backend runs on 1 device, got " +
+                              std::to_string(cg.num_devices));
+    if (cg.target_cpu != "host")
+      return invalid_argument("CompileOptions.codegen.target_cpu: unknown CPU '" + cg.target_cpu + "'");
+    const VectorIsa& isa = cg.cpu.schedule_isa;
     if ((isa.f32_lanes != 0 && isa.f32_lanes != 4 && isa.f32_lanes != 8 && isa.f32_lanes != 16) ||
         (isa.registers != 0 && isa.registers != 16 && isa.registers != 32))
-      return invalid_argument("CompileOptions.schedule_isa: f32_lanes must be 0, 4, 8 or 16 and registers 0, 16 or "
-                              "32; got " + std::to_string(isa.f32_lanes) + " and " + std::to_string(isa.registers));
-    for (const std::string& d : options.dump)
-      if (!is_known_stage(d))
-        return invalid_argument("CompileOptions.dump: unknown stage '" + d + "' (known: " + known_stages() + ")");
+      return invalid_argument("CompileOptions.codegen.cpu.schedule_isa: f32_lanes must be 0, 4, 8 or 16 and "
+                              "registers 0, 16 or 32; got " + std::to_string(isa.f32_lanes) + " and " +
+                              std::to_string(isa.registers));
+    return check_dump_stages(options.diagnostics, cpu_stage_names());
+  }
+
+  std::string codegen_fingerprint(const CompileOptions& options) const override {
+    const CodegenOptions& cg = options.codegen;
+    VectorIsa isa = cg.cpu.schedule_isa, host = host_vector_isa();
+    if (!isa.f32_lanes) isa.f32_lanes = host.f32_lanes;
+    if (!isa.registers) isa.registers = host.registers;
+    std::string s = "cpu=" + llvm::sys::getHostCPUName().str() + ";features=";
+    for (const auto& f : llvm::sys::getHostCPUFeatures()) s += (f.second ? "+" : "-") + f.first().str() + ",";
+    s += ";opt=" + std::to_string(cg.opt_level) + ";vectorize=" + std::to_string(cg.cpu.vectorize) +
+         ";approx=" + std::to_string(cg.cpu.approximate_math) + ";isa=" + std::to_string(isa.f32_lanes) + "x" +
+         std::to_string(isa.registers);
+    return s;
+  }
+
+  Result<std::unique_ptr<BackendExecutable>> compile(const CompileJob& job) override {
+    const CompileOptions& options = *job.options;
+    const bool verbose = options.diagnostics.verbose;
     auto t_start = Clock::now();
     CompileStats stats;
-    StageDumper dumper(options);
+    stats.dump_folder = job.dump_folder;
+    StageDumper dumper(options.diagnostics, job.dump_folder);
     auto log = [&](const char* fmt, auto... args) {
-      if (options.verbose) {
+      if (verbose) {
         std::fprintf(stderr, "[radix cpu] ");
         std::fprintf(stderr, fmt, args...);
         std::fprintf(stderr, "\n");
       }
     };
-    dumper.dump_module("traced", traced.module());
 
-    // Lower a clone: the traced module stays as it was (for dumps, recompiles).
-    mlir::OwningOpRef<mlir::ModuleOp> module(traced.module().clone());
+    // The backend's own context: the traced module is only read (as
+    // bytecode), so compiles of one module may run on several threads.
+    mlir::MLIRContext ctx(cpu_registry(), mlir::MLIRContext::Threading::DISABLED);
+    auto parse = [&]() -> Result<mlir::OwningOpRef<mlir::ModuleOp>> {
+      detail::DiagnosticCollector diags(&ctx);
+      auto m = mlir::parseSourceString<mlir::ModuleOp>(llvm::StringRef(job.bytecode.data(), job.bytecode.size()),
+                                                       mlir::ParserConfig(&ctx));
+      if (!m) return compile_error("cpu: the traced module's bytecode does not parse:\n" + diags.text());
+      return m;
+    };
+    RADIX_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module, parse());
+    dumper.dump_module("traced", *module);
+
     auto t0 = Clock::now();
     auto on_stage = [&](std::string_view stage, double ms) {
       log("stage %-10.*s %8.2f ms", static_cast<int>(stage.size()), stage.data(), ms);
     };
-    Status st = run_cpu_lowering(*module, options, dumper, on_stage);
-    if (!st.ok() && options.vectorize && st.message().rfind("schedule:", 0) == 0) {
+    Status st = run_cpu_lowering(*module, options.codegen.cpu, dumper, on_stage);
+    if (!st.ok() && options.codegen.cpu.vectorize && st.code() == ErrorCode::kScheduleError) {
       // A schedule the transform interpreter rejects is a Radix bug, but the
       // program is still valid: say so, and compile plain loops instead.
       std::fprintf(stderr, "radix cpu: warning: %s\nradix cpu: compiling without vectorization instead\n",
                    st.message().c_str());
-      CompileOptions scalar = options;
+      CpuOptions scalar = options.codegen.cpu;
       scalar.vectorize = false;
-      module = mlir::OwningOpRef<mlir::ModuleOp>(traced.module().clone());
+      RADIX_ASSIGN_OR_RETURN(module, parse());
       st = run_cpu_lowering(*module, scalar, dumper, on_stage);
       stats.schedule_fell_back = true;
     }
@@ -199,18 +260,19 @@ class CpuBackend : public Backend {
     stats.lower_ms = ms_since(t0);
 
     // JIT: translate to LLVM IR, optimize at opt_level, emit machine code.
+    const int opt_level = options.codegen.opt_level;
     t0 = Clock::now();
     Profiler::Span jit_span("llvm codegen", "compile");
     auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
     if (!jtmb) return compile_error("cannot detect the host target: " + llvm::toString(jtmb.takeError()));
-    const auto cg = options.opt_level == 0   ? llvm::CodeGenOptLevel::None
-                    : options.opt_level == 1 ? llvm::CodeGenOptLevel::Less
-                    : options.opt_level == 2 ? llvm::CodeGenOptLevel::Default
-                                             : llvm::CodeGenOptLevel::Aggressive;
+    const auto cg = opt_level == 0   ? llvm::CodeGenOptLevel::None
+                    : opt_level == 1 ? llvm::CodeGenOptLevel::Less
+                    : opt_level == 2 ? llvm::CodeGenOptLevel::Default
+                                     : llvm::CodeGenOptLevel::Aggressive;
     jtmb->setCodeGenOptLevel(cg);
     auto tm = jtmb->createTargetMachine();
     if (!tm) return compile_error("cannot create the host target machine: " + llvm::toString(tm.takeError()));
-    auto optimize = mlir::makeOptimizingTransformer(static_cast<unsigned>(options.opt_level), 0, tm->get());
+    auto optimize = mlir::makeOptimizingTransformer(static_cast<unsigned>(opt_level), 0, tm->get());
     mlir::ExecutionEngineOptions eo;
     eo.jitCodeGenOptLevel = cg;
     // ExecutionEngineOptions::transformer is a function_ref: keep the callable alive.
@@ -227,29 +289,31 @@ class CpuBackend : public Backend {
     eo.transformer = transform;
     auto engine = mlir::ExecutionEngine::create(*module, eo, std::move(*tm));
     if (!engine) return compile_error("JIT compilation failed: " + llvm::toString(engine.takeError()));
-    register_runtime_symbols(**engine);
+    link_host_symbols(**engine);
     (*engine)->initialize();
     auto sym = (*engine)->lookupPacked("_mlir_ciface_main");  // materializes machine code
     if (!sym) return compile_error("JIT lookup of @main failed: " + llvm::toString(sym.takeError()));
     stats.jit_ms = ms_since(t0);
     stats.total_ms = ms_since(t_start);
-    log("jit %.2f ms; compiled %s in %.1f ms", stats.jit_ms, traced.signature().to_string().c_str(),
-        stats.total_ms);
+    log("jit %.2f ms; compiled %s in %.1f ms", stats.jit_ms, job.signature->to_string().c_str(), stats.total_ms);
     // Long compiles say so even when not verbose (as ZML does past a second).
-    if (!options.verbose && stats.total_ms > kSlowCompileMs)
-      std::fprintf(stderr, "[radix cpu] compiled %s in %.2f s (%s)\n", traced.name().c_str(), stats.total_ms / 1000,
+    if (!verbose && stats.total_ms > kSlowCompileMs)
+      std::fprintf(stderr, "[radix cpu] compiled %s in %.2f s (%s)\n", job.name.c_str(), stats.total_ms / 1000,
                    stats.summary().c_str());
-    return std::unique_ptr<BackendExecutable>(
-        new CpuExecutable(std::move(*engine), *sym, traced.signature(), stats));
+    return std::unique_ptr<BackendExecutable>(new CpuExecutable(std::move(*engine), *sym, *job.signature, stats));
   }
 
-  Result<void*> allocate(size_t bytes) override {
+  Result<std::unique_ptr<BackendExecutable>> load(std::string_view, const CompileJob&) override {
+    return compile_error("cpu: loading stored executables is not available");
+  }
+
+  Result<void*> allocate(size_t bytes, MemoryKind kind) override {
     size_t n = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
     void* p = std::aligned_alloc(kAlign, n);
     if (!p) return runtime_error("cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
     return p;
   }
-  void deallocate(void* p) override { std::free(p); }
+  void deallocate(void* p, size_t, MemoryKind) override { std::free(p); }
   Status copy_to_device(void* dst, const void* src, size_t bytes) override {
     if (bytes) std::memcpy(dst, src, bytes);
     return Status();
@@ -260,8 +324,9 @@ class CpuBackend : public Backend {
   }
 };
 
-}  // namespace
+// Registered by name when libradix loads; the runtime never includes this file.
+[[maybe_unused]] const bool g_registered = register_backend("cpu", [] { return std::make_shared<CpuBackend>(); });
 
-std::shared_ptr<Backend> make_cpu_backend() { return std::make_shared<CpuBackend>(); }
+}  // namespace
 
 }  // namespace radix

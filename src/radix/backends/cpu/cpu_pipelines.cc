@@ -1,17 +1,17 @@
-#include "radix/compiler/pipelines.h"
+#include "radix/backends/cpu/cpu_pipelines.h"
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "radix/backends/cpu/cpu_passes.h"
 #include "radix/compiler/passes.h"
-#include "radix/compiler/schedule.h"
+#include "radix/backends/cpu/schedule.h"
 #include "radix/runtime/profiler.h"
 #include "radix/trace/diagnostic_collector.h"
 
@@ -19,7 +19,10 @@ namespace radix {
 
 namespace {
 const PipelineStage kStages[] = {
-    {"dps", "radix-results-to-destinations"},
+    // Stated rule for functions: calls (the function cache's private callees)
+    // are inlined into @main here, so every later stage and Radix pass sees
+    // one function, @main, as it did before calls existed.
+    {"dps", "inline,symbol-dce,radix-results-to-destinations"},
     {"fuse", "func.func(linalg-fuse-elementwise-ops),canonicalize,cse,radix-untie-shared-inits"},
     // The pipeline runs first, then the generated transform script. No cse
     // here: it would merge the inits that radix-untie-shared-inits separated.
@@ -43,10 +46,25 @@ const PipelineStage kStages[] = {
      "convert-cf-to-llvm,convert-func-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts"},
 };
 
+void register_all_once();
+}  // namespace
+
+void register_cpu_passes() {
+  static const bool done = [] {
+    register_radix_passes();
+    mlir::registerPass(create_math_approximation_pass);
+    mlir::registerPass(create_materialize_reduction_indices_pass);
+    mlir::registerPass(create_strided_copies_to_loops_pass);
+    return true;
+  }();
+  (void)done;
+}
+
+namespace {
 void register_all_once() {
   static bool done = [] {
     mlir::registerAllPasses();
-    register_radix_passes();
+    register_cpu_passes();
     return true;
   }();
   (void)done;
@@ -55,59 +73,17 @@ void register_all_once() {
 
 std::span<const PipelineStage> cpu_pipeline_stages() { return kStages; }
 
-namespace {
-// Every name CompileOptions::dump accepts, in pipeline order.
-std::vector<std::string_view> stage_names() {
-  std::vector<std::string_view> names = {"traced"};
-  for (const auto& st : kStages) {
-    if (std::string_view(st.name) == "schedule") names.push_back("schedule-script");
-    names.push_back(st.name);
-  }
-  names.insert(names.end(), {"llvm-ir", "all"});
+const std::vector<std::string>& cpu_stage_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = {"traced"};
+    for (const auto& st : kStages) {
+      if (std::string_view(st.name) == "schedule") n.push_back("schedule-script");
+      n.push_back(st.name);
+    }
+    n.push_back("llvm-ir");
+    return n;
+  }();
   return names;
-}
-}  // namespace
-
-std::string known_stages() {
-  std::string s;
-  for (std::string_view n : stage_names()) s += (s.empty() ? "" : ", ") + std::string(n);
-  return s;
-}
-
-bool is_known_stage(std::string_view name) {
-  for (std::string_view n : stage_names())
-    if (n == name) return true;
-  return false;
-}
-
-bool StageDumper::wants(std::string_view stage) const {
-  for (const auto& d : options_.dump)
-    if (d == stage || d == "all") return true;
-  return false;
-}
-
-void StageDumper::dump(std::string_view stage, std::string_view text, std::string_view ext) {
-  if (!wants(stage)) return;
-  ++counter_;
-  if (options_.dump_dir.empty()) {
-    std::fprintf(stderr, "// ----- radix stage: %.*s -----\n%.*s\n", static_cast<int>(stage.size()), stage.data(),
-                 static_cast<int>(text.size()), text.data());
-    return;
-  }
-  std::filesystem::create_directories(options_.dump_dir);
-  char prefix[8];
-  std::snprintf(prefix, sizeof(prefix), "%02d-", counter_);
-  std::filesystem::path p = std::filesystem::path(options_.dump_dir) /
-                            (std::string(prefix) + std::string(stage) + "." + std::string(ext));
-  std::ofstream(p) << text;
-}
-
-void StageDumper::dump_module(std::string_view stage, mlir::ModuleOp module) {
-  if (!wants(stage)) return;
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  module.print(os);
-  dump(stage, s);
 }
 
 namespace {
@@ -122,7 +98,7 @@ Status run_pipeline(mlir::ModuleOp module, const PipelineStage& stage, detail::D
 }
 }  // namespace
 
-Status run_cpu_lowering(mlir::ModuleOp module, const CompileOptions& options, StageDumper& dumper,
+Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageDumper& dumper,
                         const std::function<void(std::string_view, double)>& on_stage) {
   register_all_once();
   mlir::MLIRContext* ctx = module.getContext();

@@ -14,7 +14,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-#include "radix/compiler/passes.h"
+#include "radix/backends/cpu/cpu_passes.h"
 
 namespace radix {
 

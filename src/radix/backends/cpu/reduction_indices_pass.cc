@@ -17,7 +17,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "radix/compiler/passes.h"
+#include "radix/backends/cpu/cpu_passes.h"
 
 namespace radix {
 

@@ -1,4 +1,4 @@
-#include "radix/compiler/schedule.h"
+#include "radix/backends/cpu/schedule.h"
 
 #include <algorithm>
 #include <optional>
@@ -538,12 +538,12 @@ Status apply_schedule(mlir::ModuleOp module, const std::string& script) {
   mlir::MLIRContext* ctx = module.getContext();
   detail::DiagnosticCollector diags(ctx);
   mlir::OwningOpRef<mlir::ModuleOp> lib = mlir::parseSourceString<mlir::ModuleOp>(script, ctx);
-  if (!lib) return compile_error("schedule: the generated transform script does not parse:\n" + diags.text());
+  if (!lib) return Status(ErrorCode::kScheduleError, "schedule: the generated transform script does not parse:\n" + diags.text());
   mlir::Operation* entry = mlir::transform::detail::findTransformEntryPoint(module, *lib, "__transform_main");
-  if (!entry) return compile_error("schedule: no @__transform_main in the transform script");
+  if (!entry) return Status(ErrorCode::kScheduleError, "schedule: no @__transform_main in the transform script");
   if (mlir::failed(mlir::transform::applyTransformNamedSequence(module, entry, *lib,
                                                                 mlir::transform::TransformOptions())))
-    return compile_error("schedule: applying the transform script failed:\n" + diags.text());
+    return Status(ErrorCode::kScheduleError, "schedule: applying the transform script failed:\n" + diags.text());
   module.walk([](mlir::Operation* op) { op->removeAttr(kMark); });
   return Status();
 }

@@ -22,7 +22,7 @@
 
 #include <string>
 
-#include "radix/compiler/compile_options.h"
+#include "radix/backends/cpu/cpu_options.h"
 #include "radix/core/status.h"
 
 namespace mlir { class ModuleOp; }

@@ -11,7 +11,7 @@
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
-#include "radix/compiler/passes.h"
+#include "radix/backends/cpu/cpu_passes.h"
 
 namespace radix {
 

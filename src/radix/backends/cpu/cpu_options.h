@@ -1,0 +1,31 @@
+// CpuOptions: the CPU backend's own code-generating options. They live in
+// CodegenOptions::cpu (see compiler/compile_options.h) and so are part of the
+// executable-cache key.
+#pragma once
+
+#include "radix/core/cxx_version.h"  // first: a clear error below C++20
+
+namespace radix {
+
+// The SIMD registers the CPU schedule tiles for. Zero fields mean "the
+// host's". Setting them checks the schedule another CPU would get — e.g.
+// AVX-512's {16, 32} — on this machine.
+struct VectorIsa {
+  int f32_lanes = 0;  // f32 values per vector register (4 SSE/NEON, 8 AVX2, 16 AVX-512)
+  int registers = 0;  // vector registers (16 or 32)
+};
+
+struct CpuOptions {
+  // Apply the transform-dialect tiling + vectorization schedule. Off gives
+  // plain scalar loops (a reference for debugging the schedule).
+  bool vectorize = true;
+  // f32 exp / expm1 / log / log1p / log2 / tanh / erf as vectorizable
+  // polynomial approximations (a few ulp on normal results; results in the
+  // subnormal range flush to zero), ~3x faster than per-lane libm calls.
+  // false: libm, correctly rounded or nearly so. Other dtypes always use libm.
+  bool approximate_math = true;
+  // Override of the vector ISA the schedule is sized for (see VectorIsa).
+  VectorIsa schedule_isa;
+};
+
+}  // namespace radix

@@ -1,0 +1,28 @@
+// The CPU backend's own MLIR passes (each named, so it can appear in
+// pipelines and dumps).
+#pragma once
+
+#include <memory>
+
+namespace mlir { class Pass; }
+
+namespace radix {
+
+// "radix-math-approximation": f32 exp / log / tanh / ... become polynomial
+// approximations that stay vectorized (instead of one libm call per lane).
+std::unique_ptr<mlir::Pass> create_math_approximation_pass();
+
+// "radix-materialize-reduction-indices": linalg.index of a reduction loop
+// becomes an iota input operand, so that reduction tiling (which does not
+// offset such indices in MLIR 22) cannot scramble them.
+std::unique_ptr<mlir::Pass> create_materialize_reduction_indices_pass();
+
+// "radix-strided-copies-to-loops": memref.copy between non-contiguous
+// buffers becomes linalg.copy (loops) instead of a runtime-library call.
+std::unique_ptr<mlir::Pass> create_strided_copies_to_loops_pass();
+
+// Registers the passes above (and the shared ones) with MLIR's textual
+// pipeline parser (idempotent).
+void register_cpu_passes();
+
+}  // namespace radix
