@@ -13,13 +13,6 @@
 #include <cstring>
 #include <mutex>
 
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
-#include "llvm/IR/Module.h"
-#include "llvm/Support/TargetSelect.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/Target/TargetMachine.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -27,6 +20,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "radix/backends/cpu/cpu_pipelines.h"
+#include "radix/backends/cpu/object_jit.h"
 #include "radix/backends/cpu/schedule.h"
 #include "radix/compiler/stage_dumper.h"
 #include "radix/runtime/host_symbols.h"
@@ -71,17 +65,6 @@ extern "C" float radix_truncdfbf2(double x) {
   return bits_as_bf16_return(float_to_bf16(f));
 }
 
-// Links every registered host symbol (runtime/host_symbols.h) into the JIT.
-void link_host_symbols(mlir::ExecutionEngine& engine) {
-  std::vector<HostSymbol> symbols = host_symbols();
-  engine.registerSymbols([&](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap m;
-    for (const HostSymbol& s : symbols)
-      m[interner(s.name)] = {llvm::orc::ExecutorAddr::fromPtr(s.address), llvm::JITSymbolFlags::Exported};
-    return m;
-  });
-}
-
 // The CPU backend's own registry: every dialect its pipelines produce, their
 // interface extensions, and the LLVM IR translations.
 const mlir::DialectRegistry& cpu_registry() {
@@ -118,29 +101,14 @@ Descriptor make_descriptor(void* data, const Shape& s) {
   return d;
 }
 
-// Set once static destruction has begun (see ExitSentinel).
-std::atomic<bool> g_exiting{false};
-
-// Destroying an ExecutionEngine runs LLVM code that uses LLVM's own static
-// objects; during static destruction at exit those may already be gone (an
-// Executable held in a static crashed there). The sentinel is built right
-// after the first engine, so it is destroyed before the LLVM statics that
-// compile touched: engines still alive after that are leaked instead.
-struct ExitSentinel {
-  ~ExitSentinel() { g_exiting.store(true); }
-};
-void arm_exit_sentinel() { static ExitSentinel sentinel; }
-
+// A compiled program: its native object (kept for the executable cache) and
+// that object loaded into the JIT.
 class CpuExecutable : public BackendExecutable {
  public:
-  CpuExecutable(std::unique_ptr<mlir::ExecutionEngine> engine, void (*entry)(void**), Signature sig,
+  CpuExecutable(std::string object, std::unique_ptr<LoadedObject> loaded, void (*entry)(void**), Signature sig,
                 CompileStats compile_stats)
-      : engine_(std::move(engine)), entry_(entry), sig_(std::move(sig)) {
+      : object_(std::move(object)), loaded_(std::move(loaded)), entry_(entry), sig_(std::move(sig)) {
     stats = compile_stats;
-    arm_exit_sentinel();
-  }
-  ~CpuExecutable() override {
-    if (g_exiting.load()) (void)engine_.release();  // the process is exiting: let the OS reclaim it
   }
 
   Status execute(std::span<void* const> inputs, std::span<void* const> outputs) override {
@@ -159,21 +127,30 @@ class CpuExecutable : public BackendExecutable {
     entry_(args.data());
     return Status();
   }
-  std::string serialize() const override { return {}; }
+  std::string serialize() const override { return object_; }
 
  private:
-  std::unique_ptr<mlir::ExecutionEngine> engine_;
+  std::string object_;
+  std::unique_ptr<LoadedObject> loaded_;
   void (*entry_)(void**);
   Signature sig_;
 };
+
+// Loads a native object with every registered host symbol and finds @main.
+Result<std::unique_ptr<BackendExecutable>> load_object(std::string object, const Signature& sig,
+                                                       const CompileStats& stats) {
+  std::vector<HostSymbol> symbols = host_symbols();
+  RADIX_ASSIGN_OR_RETURN(std::unique_ptr<LoadedObject> loaded, LoadedObject::load(object, symbols));
+  RADIX_ASSIGN_OR_RETURN(auto entry, loaded->packed_entry("main"));
+  return std::unique_ptr<BackendExecutable>(
+      new CpuExecutable(std::move(object), std::move(loaded), entry, sig, stats));
+}
 
 class CpuBackend : public Backend {
  public:
   CpuBackend() {
     static std::once_flag once;
     std::call_once(once, [] {
-      llvm::InitializeNativeTarget();
-      llvm::InitializeNativeTargetAsmPrinter();
       (void)register_host_symbol("__truncsfbf2", reinterpret_cast<void*>(&radix_truncsfbf2));
       (void)register_host_symbol("__truncdfbf2", reinterpret_cast<void*>(&radix_truncdfbf2));
     });
@@ -188,7 +165,7 @@ class CpuBackend : public Backend {
     if (cg.num_devices != 1)
       return invalid_argument("CompileOptions.codegen.num_devices: the cpu backend runs on 1 device, got " +
                               std::to_string(cg.num_devices));
-    if (cg.target_cpu != "host")
+    if (auto t = resolve_target_cpu(cg.target_cpu); !t.ok())
       return invalid_argument("CompileOptions.codegen.target_cpu: unknown CPU '" + cg.target_cpu + "'");
     const VectorIsa& isa = cg.cpu.schedule_isa;
     if ((isa.f32_lanes != 0 && isa.f32_lanes != 4 && isa.f32_lanes != 8 && isa.f32_lanes != 16) ||
@@ -204,8 +181,8 @@ class CpuBackend : public Backend {
     VectorIsa isa = cg.cpu.schedule_isa, host = host_vector_isa();
     if (!isa.f32_lanes) isa.f32_lanes = host.f32_lanes;
     if (!isa.registers) isa.registers = host.registers;
-    std::string s = "cpu=" + llvm::sys::getHostCPUName().str() + ";features=";
-    for (const auto& f : llvm::sys::getHostCPUFeatures()) s += (f.second ? "+" : "-") + f.first().str() + ",";
+    auto target = resolve_target_cpu(cg.target_cpu);
+    std::string s = "target=" + (target.ok() ? target.value() : cg.target_cpu);
     s += ";opt=" + std::to_string(cg.opt_level) + ";vectorize=" + std::to_string(cg.cpu.vectorize) +
          ";approx=" + std::to_string(cg.cpu.approximate_math) + ";isa=" + std::to_string(isa.f32_lanes) + "x" +
          std::to_string(isa.registers);
@@ -259,40 +236,16 @@ class CpuBackend : public Backend {
     if (!st.ok()) return st;
     stats.lower_ms = ms_since(t0);
 
-    // JIT: translate to LLVM IR, optimize at opt_level, emit machine code.
-    const int opt_level = options.codegen.opt_level;
+    // Codegen: LLVM IR, optimized at opt_level for the target CPU, emitted
+    // as a native object (what the executable cache stores), then loaded.
     t0 = Clock::now();
     Profiler::Span jit_span("llvm codegen", "compile");
-    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-    if (!jtmb) return compile_error("cannot detect the host target: " + llvm::toString(jtmb.takeError()));
-    const auto cg = opt_level == 0   ? llvm::CodeGenOptLevel::None
-                    : opt_level == 1 ? llvm::CodeGenOptLevel::Less
-                    : opt_level == 2 ? llvm::CodeGenOptLevel::Default
-                                     : llvm::CodeGenOptLevel::Aggressive;
-    jtmb->setCodeGenOptLevel(cg);
-    auto tm = jtmb->createTargetMachine();
-    if (!tm) return compile_error("cannot create the host target machine: " + llvm::toString(tm.takeError()));
-    auto optimize = mlir::makeOptimizingTransformer(static_cast<unsigned>(opt_level), 0, tm->get());
-    mlir::ExecutionEngineOptions eo;
-    eo.jitCodeGenOptLevel = cg;
-    // ExecutionEngineOptions::transformer is a function_ref: keep the callable alive.
-    auto transform = [&](llvm::Module* m) -> llvm::Error {
-      if (auto e = optimize(m)) return e;
-      if (dumper.wants("llvm-ir")) {
-        std::string s;
-        llvm::raw_string_ostream os(s);
-        m->print(os, nullptr);
-        dumper.dump("llvm-ir", s, "ll");
-      }
-      return llvm::Error::success();
-    };
-    eo.transformer = transform;
-    auto engine = mlir::ExecutionEngine::create(*module, eo, std::move(*tm));
-    if (!engine) return compile_error("JIT compilation failed: " + llvm::toString(engine.takeError()));
-    link_host_symbols(**engine);
-    (*engine)->initialize();
-    auto sym = (*engine)->lookupPacked("_mlir_ciface_main");  // materializes machine code
-    if (!sym) return compile_error("JIT lookup of @main failed: " + llvm::toString(sym.takeError()));
+    ObjectCodegenOptions oo;
+    oo.opt_level = options.codegen.opt_level;
+    oo.target_cpu = options.codegen.target_cpu;
+    if (dumper.wants("llvm-ir")) oo.on_llvm_ir = [&](const std::string& ir) { dumper.dump("llvm-ir", ir, "ll"); };
+    RADIX_ASSIGN_OR_RETURN(std::string object, emit_object(*module, oo));
+    RADIX_ASSIGN_OR_RETURN(std::unique_ptr<BackendExecutable> exe, load_object(std::move(object), *job.signature, stats));
     stats.jit_ms = ms_since(t0);
     stats.total_ms = ms_since(t_start);
     log("jit %.2f ms; compiled %s in %.1f ms", stats.jit_ms, job.signature->to_string().c_str(), stats.total_ms);
@@ -300,11 +253,12 @@ class CpuBackend : public Backend {
     if (!verbose && stats.total_ms > kSlowCompileMs)
       std::fprintf(stderr, "[radix cpu] compiled %s in %.2f s (%s)\n", job.name.c_str(), stats.total_ms / 1000,
                    stats.summary().c_str());
-    return std::unique_ptr<BackendExecutable>(new CpuExecutable(std::move(*engine), *sym, *job.signature, stats));
+    exe->stats = stats;
+    return exe;
   }
 
-  Result<std::unique_ptr<BackendExecutable>> load(std::string_view, const CompileJob&) override {
-    return compile_error("cpu: loading stored executables is not available");
+  Result<std::unique_ptr<BackendExecutable>> load(std::string_view bytes, const CompileJob& job) override {
+    return load_object(std::string(bytes), *job.signature, CompileStats{});
   }
 
   Result<void*> allocate(size_t bytes, MemoryKind kind) override {
