@@ -41,7 +41,13 @@ const char* kUsage =
     "  --seed N         weight / input seed (default 1234)\n"
     "  --dump STAGES    print IR stages, comma separated: traced, dps, fuse,\n"
     "                   schedule-script, schedule, bufferize, math, lower, llvm-ir, or all\n"
-    "  --dump-dir DIR   write the dumps into DIR instead of standard error\n"
+    "  --dump-dir DIR   write the dumps into DIR/cpu/<name>_<key>/ (with module.mlir)\n"
+    "                   instead of standard error\n"
+    "  --cache-dir DIR  on-disk executable cache: a later run of the same program loads\n"
+    "                   the compiled code from DIR instead of compiling (prints\n"
+    "                   'cache: miss' or 'cache: hit')\n"
+    "  --target-cpu CPU generate code for CPU (an LLVM CPU name; default host)\n"
+    "  --opt-level N    LLVM optimization level 0..3 (default 3)\n"
     "  --no-vectorize   skip the tiling + vectorization schedule (scalar loops)\n"
     "  --libm-math      f32 exp/log/tanh through libm instead of polynomial approximations\n"
     "  --verbose        per-stage compile progress\n"
@@ -101,6 +107,17 @@ bool parse_example(int argc, char** argv, ExampleArgs* a, std::string* err) {
       if (!v) { *err = "--dump-dir needs a folder"; return false; }
       a->compile.diagnostics.dump_dir = v;
       ++i;
+    } else if (f == "--cache-dir") {
+      if (!v || !*v) { *err = "--cache-dir needs a folder"; return false; }
+      a->compile.cache_dir = v;
+      ++i;
+    } else if (f == "--target-cpu") {
+      if (!v || !*v) { *err = "--target-cpu needs a CPU name"; return false; }
+      a->compile.codegen.target_cpu = v;
+      ++i;
+    } else if (f == "--opt-level") {
+      if (!num(0)) return false;
+      a->compile.codegen.opt_level = static_cast<int>(x);
     } else if (f == "--no-vectorize") a->compile.codegen.cpu.vectorize = false;
     else if (f == "--libm-math") a->compile.codegen.cpu.approximate_math = false;
     else if (f == "--verbose") a->compile.diagnostics.verbose = true;
@@ -136,8 +153,17 @@ int run_example(const ExampleArgs& a) {
   auto exe = compile_model(platform, opts, tensors_like(*weights), &examples::Mlp<Tensor>::forward, x_shape);
   if (!exe.ok()) return std::fprintf(stderr, "error: %s\n", exe.status().to_string().c_str()), 1;
   const CompileStats& st = exe->executable().stats();
-  std::printf("  compile   %8.2f ms  (trace, then lower %.2f ms, jit %.2f ms)\n", ms_since(t0), st.lower_ms,
-              st.jit_ms);
+  if (st.cache == CompileStats::Cache::kHit)
+    std::printf("  compile   %8.2f ms  (trace, then load from the executable cache %.2f ms)\n", ms_since(t0),
+                st.cache_load_ms);
+  else
+    std::printf("  compile   %8.2f ms  (trace, then lower %.2f ms, jit %.2f ms)\n", ms_since(t0), st.lower_ms,
+                st.jit_ms);
+  if (st.cache == CompileStats::Cache::kHit)
+    std::printf("  cache: hit, loaded in %.2f ms from %s\n", st.cache_load_ms, st.cache_entry.c_str());
+  else if (st.cache != CompileStats::Cache::kOff)
+    std::printf("  cache: %s, compiled and stored in %s (%.2f ms)\n", cache_result_name(st.cache),
+                st.cache_entry.c_str(), st.cache_store_ms);
   std::printf("  signature %s\n", exe->executable().signature().to_string().c_str());
 
   auto ready = exe->prepare(std::move(*weights));

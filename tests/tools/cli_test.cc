@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -79,6 +80,82 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode2) {
   r = run("help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("usage: radix"), std::string::npos);
+}
+
+
+// The on-disk executable cache across processes: the second run of the same
+// program loads the stored object and compiles nothing (no pipeline stage
+// runs: --verbose prints none), and damaged entries are recompiled.
+class CliCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "radix-cli-cache-" + std::to_string(::getpid());
+    std::string rm = "rm -rf '" + dir_ + "'";
+    ASSERT_EQ(std::system(rm.c_str()), 0);
+  }
+  void TearDown() override {
+    std::string rm = "rm -rf '" + dir_ + "'";
+    (void)std::system(rm.c_str());
+  }
+  CliRun example(const std::string& extra = "") {
+    return run("example --batch 2 --layers 1 --iters 1 --cache-dir '" + dir_ + "' " + extra);
+  }
+  // The one entry file in the cache folder.
+  std::string entry() {
+    CliRun ls = {0, ""};
+    FILE* p = popen(("ls '" + dir_ + "'/*.rxc").c_str(), "r");
+    std::array<char, 512> buf;
+    while (size_t n = fread(buf.data(), 1, buf.size(), p)) ls.out.append(buf.data(), n);
+    pclose(p);
+    while (!ls.out.empty() && ls.out.back() == '\n') ls.out.pop_back();
+    return ls.out;
+  }
+  // Runs `cmd` on the entry file (e.g. a dd that damages it).
+  void damage(const std::string& cmd) {
+    std::string full = cmd + " '" + entry() + "' 2>/dev/null";
+    ASSERT_EQ(std::system(full.c_str()), 0) << full;
+  }
+  std::string dir_;
+};
+
+TEST_F(CliCache, MissThenHitInASecondProcessWithoutCompiling) {
+  CliRun first = example();
+  ASSERT_EQ(first.code, 0) << first.out;
+  EXPECT_NE(first.out.find("cache: miss"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find(": OK"), std::string::npos) << first.out;
+  CliRun second = example("--verbose");
+  ASSERT_EQ(second.code, 0) << second.out;
+  EXPECT_NE(second.out.find("cache: hit, loaded in "), std::string::npos) << second.out;
+  EXPECT_EQ(second.out.find("stage "), std::string::npos) << "a cache hit must not run the pipeline:\n" << second.out;
+  EXPECT_NE(second.out.find(": OK"), std::string::npos) << second.out;
+  // Other code-generating options are another program: a miss.
+  CliRun other = example("--opt-level 1");
+  EXPECT_NE(other.out.find("cache: miss"), std::string::npos) << other.out;
+  // Diagnostics are not: still a hit.
+  CliRun dumped = example("--dump traced");
+  EXPECT_NE(dumped.out.find("cache: hit"), std::string::npos) << dumped.out;
+}
+
+TEST_F(CliCache, CorruptTruncatedAndOtherVersionEntriesAreRecompiled) {
+  const char* damages[] = {
+      // one payload byte flipped (the checksum catches it)
+      "f() { printf '\\x5a' | dd of=\"$1\" bs=1 seek=100 conv=notrunc; }; f",
+      // cut short
+      "f() { truncate -s 60 \"$1\"; }; f",
+      // another format version in the header (bytes 8..11)
+      "f() { printf '\\x63\\x00\\x00\\x00' | dd of=\"$1\" bs=1 seek=8 conv=notrunc; }; f",
+  };
+  ASSERT_EQ(example().code, 0);
+  for (const char* d : damages) {
+    damage(d);
+    CliRun r = example("--verbose");
+    ASSERT_EQ(r.code, 0) << d << "\n" << r.out;
+    EXPECT_NE(r.out.find("cache entry rejected"), std::string::npos) << d << "\n" << r.out;
+    EXPECT_NE(r.out.find("cache: rejected, compiled and stored"), std::string::npos) << d << "\n" << r.out;
+    EXPECT_NE(r.out.find(": OK"), std::string::npos) << r.out;
+    CliRun again = example();
+    EXPECT_NE(again.out.find("cache: hit"), std::string::npos) << d << "\n" << again.out;
+  }
 }
 
 }  // namespace
