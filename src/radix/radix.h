@@ -3,6 +3,7 @@
 
 #include "radix/core/cxx_version.h"  // first: a clear error below C++20
 
+#include "radix/api/call.h"
 #include "radix/api/compile.h"
 #include "radix/api/control_flow.h"
 #include "radix/api/visit.h"

@@ -84,7 +84,7 @@ TEST(Trace, DonationBecomesArgumentAttribute) {
     return std::vector<Tensor>{(in[0] + in[1]).reuse_buffer(in[1])};
   });
   ASSERT_TRUE(m.ok()) << m.status().to_string();
-  EXPECT_NE(m->to_string().find("radix.aliasing_output = 0 : i32"), std::string::npos) << m->to_string();
+  EXPECT_NE(m->to_string().find("tf.aliasing_output = 0 : i32"), std::string::npos) << m->to_string();
   EXPECT_EQ(m->signature().output_donations, std::vector<int>{1});
 }
 

@@ -37,6 +37,10 @@ template <class A, class B> struct is_tuple_like<std::pair<A, B>> : std::true_ty
 template <class T> inline constexpr bool is_leaf_v =
     std::is_same_v<T, Tensor> || std::is_same_v<T, Buffer> || std::is_same_v<T, Shape>;
 template <class T> inline constexpr bool dependent_false_v = false;
+// Plain values call() accepts among its arguments and results (not long
+// double: its padding bytes would make cache keys differ).
+template <class T> inline constexpr bool is_plain_value_v =
+    (std::is_arithmetic_v<T> || std::is_enum_v<T>) && !std::is_same_v<T, long double>;
 
 struct VisitProbe {
   template <class F> void operator()(const char*, F&) const {}
@@ -52,10 +56,14 @@ inline std::string join_path(const std::string& base, const std::string& part) {
 //   void leaf(const std::string& path, L& leaf)   for each leaf type met
 //   void vector(const std::string& path, std::vector<T>& v)  before a vector's
 //        elements are walked (it may resize v).
+// and, to accept plain values (ints, floats, enums, bools) in structures:
+//   void value(const std::string& path, V& v)
 template <class W, class T>
 void walk(W& w, T& obj, const std::string& path) {
   if constexpr (is_leaf_v<T>) {
     w.leaf(path, obj);
+  } else if constexpr (is_plain_value_v<T> && requires { w.value(path, obj); }) {
+    w.value(path, obj);
   } else if constexpr (is_std_array<T>::value) {
     for (size_t i = 0; i < obj.size(); ++i) walk(w, obj[i], join_path(path, std::to_string(i)));
   } else if constexpr (is_std_vector<T>::value) {

@@ -21,6 +21,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "radix/runtime/profiler.h"
 #include "radix/trace/diagnostic_collector.h"
+#include "radix/trace/function_attributes.h"
 #include "radix/trace/mlir_bridge.h"
 
 namespace radix {
@@ -125,77 +126,90 @@ void CompilationContext::pop_block(mlir::Block* block) {
 
 mlir::Block* CompilationContext::current_block() const { return blocks_.empty() ? nullptr : blocks_.back(); }
 
+// ------------------------------------------------------------ functions
+
+namespace {
+// A new function goes before the top-level op holding `block` (the function
+// being traced, so callees precede their callers), or at the module's end.
+void set_function_insertion_point(mlir::OpBuilder& b, mlir::ModuleOp module, mlir::Block* block) {
+  mlir::Operation* top = block ? block->getParentOp() : nullptr;
+  while (top && top->getParentOp() != module.getOperation()) top = top->getParentOp();
+  if (top) b.setInsertionPoint(top);
+  else b.setInsertionPointToEnd(module.getBody());
+}
+}  // namespace
+
+EmittedFunction CompilationContext::emit_function(const std::string& name, bool is_public,
+                                                  const std::vector<Shape>& inputs, const Body& body) {
+  mlir::OpBuilder& b = impl_->builder;
+  mlir::Location l = loc();
+  // The caller (if any) is mid-trace: its insertion point, block stack and
+  // trace id come back on every exit.
+  mlir::OpBuilder::InsertionGuard guard(b);
+  struct Restore {
+    CompilationContext* self;
+    std::vector<mlir::Block*> blocks;
+    uint64_t trace_id;
+    ~Restore() {
+      self->blocks_ = std::move(blocks);
+      self->trace_id_ = trace_id;
+    }
+  } restore{this, std::move(blocks_), trace_id_};
+  blocks_.clear();
+  trace_id_ = new_trace_id();  // the caller's tensors are foreign in here
+
+  set_function_insertion_point(b, module(), restore.blocks.empty() ? nullptr : restore.blocks.back());
+  llvm::SmallVector<mlir::Type> arg_types;
+  for (const Shape& s : inputs) arg_types.push_back(detail::tensor_type(&impl_->mlir, s));
+  auto fn = mlir::func::FuncOp::create(b, l, name, b.getFunctionType(arg_types, {}));
+  if (!is_public) fn.setPrivate();
+  mlir::Block* entry = fn.addEntryBlock();
+
+  EmittedFunction out;
+  out.op = fn;
+  try {
+    std::vector<Tensor> args = detail::wrap_block_arguments(*this, entry, inputs, 0, /*as_parameters=*/true);
+    push_block(entry);
+    std::vector<Tensor> results;
+    {
+      Activation act(*this);
+      results = body(args);
+    }
+    detail::require_traced_here(*this, "", results);
+    mlir::func::ReturnOp::create(b, l, detail::values_of(results));
+    pop_block(entry);
+    llvm::SmallVector<mlir::Type> ret_types;
+    for (const Tensor& r : results) {
+      ret_types.push_back(detail::value_of(r).getType());
+      out.outputs.push_back(r.shape());
+      out.output_donations.push_back(r.donation_arg());
+      out.output_memory_kinds.push_back(r.memory_kind());
+    }
+    fn.setFunctionType(b.getFunctionType(arg_types, ret_types));
+  } catch (const std::invalid_argument& e) {  // a Shape the body built itself was invalid
+    fn.erase();
+    throw TraceError(std::string("invalid Shape built in the traced function: ") + e.what());
+  } catch (...) {
+    fn.erase();
+    throw;
+  }
+  return out;
+}
 
 Status CompilationContext::emit_main(const std::vector<Shape>& inputs, const std::vector<std::string>& input_names,
                                      size_t n_model, const Body& body, Signature* signature) {
   mlir::MLIRContext* mctx = &impl_->mlir;
-  mlir::OpBuilder& b = impl_->builder;
-  mlir::Location l = loc();
   detail::DiagnosticCollector diags(mctx);
-  trace_id_ = new_trace_id();  // tensors of any earlier function are foreign from here on
-
-  llvm::SmallVector<mlir::Type> arg_types;
-  for (const Shape& s : inputs) arg_types.push_back(detail::tensor_type(mctx, s));
-  b.setInsertionPointToEnd(impl_->module->getBody());
-  auto fn = mlir::func::FuncOp::create(b, l, "main", b.getFunctionType(arg_types, {}));
-  mlir::Block* entry = fn.addEntryBlock();
-
-  std::vector<Tensor> args;
-  args.reserve(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i)
-    args.push_back(Tensor::from_opaque(this, entry->getArgument(static_cast<unsigned>(i)).getAsOpaquePointer(),
-                                       inputs[i], next_id(), static_cast<int>(i)));
-
-  std::vector<Tensor> results;
-  push_block(entry);
+  EmittedFunction f;
   try {
-    Activation act(*this);
-    results = body(args);
+    f = emit_function("main", /*is_public=*/true, inputs, body);
+    auto fn = mlir::cast<mlir::func::FuncOp>(f.op);
+    detail::write_argument_names(fn, input_names);
+    detail::write_donations(fn, f.output_donations, inputs);
+    detail::write_output_memory_kinds(fn, f.output_memory_kinds);
+    detail::write_shardings(fn, inputs, f.outputs, /*num_partitions=*/1);  // one device for now
   } catch (const TraceError& e) {
-    pop_block(entry);
-    fn.erase();
     return Status(ErrorCode::kTraceError, e.what());
-  } catch (const std::invalid_argument& e) {  // a Shape the body built itself was invalid
-    pop_block(entry);
-    fn.erase();
-    return Status(ErrorCode::kTraceError, std::string("invalid Shape built in the traced function: ") + e.what());
-  }
-
-  llvm::SmallVector<mlir::Value> ret_values;
-  llvm::SmallVector<mlir::Type> ret_types;
-  Signature sig;
-  sig.inputs = inputs;
-  sig.input_names = input_names;
-  sig.n_model = n_model;
-  for (size_t i = 0; i < results.size(); ++i) {
-    const Tensor& r = results[i];
-    if (r.is_placeholder() || r.trace_id() != trace_id_) {
-      pop_block(entry);
-      fn.erase();
-      return Status(ErrorCode::kTraceError,
-                    "result " + std::to_string(i) + " (" + r.shape().to_string() +
-                        ") is not a value traced in this function (a placeholder or a tensor of another trace)");
-    }
-    ret_values.push_back(detail::value_of(r));
-    ret_types.push_back(ret_values.back().getType());
-    sig.outputs.push_back(r.shape());
-    sig.output_donations.push_back(r.donation_arg());
-  }
-  mlir::func::ReturnOp::create(b, l, ret_values);
-  pop_block(entry);
-  fn.setFunctionType(b.getFunctionType(arg_types, ret_types));
-
-  // Argument attributes: names for readability, donations as aliasing hints.
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (i < input_names.size() && !input_names[i].empty())
-      fn.setArgAttr(static_cast<unsigned>(i), "radix.name", b.getStringAttr(input_names[i]));
-  for (size_t o = 0; o < sig.output_donations.size(); ++o) {
-    int a = sig.output_donations[o];
-    if (a < 0) continue;
-    if (fn.getArgAttr(static_cast<unsigned>(a), "radix.aliasing_output"))
-      return Status(ErrorCode::kTraceError, "argument " + std::to_string(a) + " (" + inputs[a].to_string() +
-                                                ") is donated to two results");
-    fn.setArgAttr(static_cast<unsigned>(a), "radix.aliasing_output", b.getI32IntegerAttr(static_cast<int>(o)));
   }
 
   // Verify right after emission: an invalid module is a bug in an op emitter.
@@ -210,8 +224,24 @@ Status CompilationContext::emit_main(const std::vector<Shape>& inputs, const std
     if (mlir::failed(pm.run(*impl_->module)))
       return Status(ErrorCode::kTraceError, "canonicalization of the traced module failed:\n" + diags.text());
   }
-  if (signature) *signature = std::move(sig);
+  if (signature) {
+    signature->inputs = inputs;
+    signature->input_names = input_names;
+    signature->n_model = n_model;
+    signature->outputs = std::move(f.outputs);
+    signature->output_donations = std::move(f.output_donations);
+    signature->output_memory_kinds = std::move(f.output_memory_kinds);
+  }
   return Status();
+}
+
+const CachedFunction* CompilationContext::cached_function(const std::string& key) const {
+  auto it = functions_.find(key);
+  return it == functions_.end() ? nullptr : &it->second;
+}
+
+const CachedFunction& CompilationContext::add_cached_function(const std::string& key, CachedFunction f) {
+  return functions_.insert_or_assign(key, std::move(f)).first->second;
 }
 
 Result<TracedModule> trace(const TraceOptions& options, const std::vector<Shape>& inputs,
@@ -294,18 +324,47 @@ std::string describe(const char* op, std::initializer_list<const Tensor*> operan
   return s + ")";
 }
 
+// Why a tensor of another trace is refused, for every such message.
+constexpr const char* kForeign =
+    " belongs to another trace than the active one (a tensor kept from an earlier or other compile_fn / "
+    "compile_model, or captured from an enclosing function: pass it as an argument of call())";
+
 CompilationContext& context_for(const char* op, std::initializer_list<const Tensor*> operands) {
   CompilationContext& ctx = CompilationContext::require_current(op);
   for (const Tensor* t : operands) {
     if (t->is_placeholder())
       fail(describe(op, operands) + ": operand " + t->shape().to_string() +
            " is a placeholder; only tensors produced while tracing can be used in ops");
-    if (t->trace_id() != ctx.trace_id())
-      fail(describe(op, operands) + ": operand " + t->shape().to_string() +
-           " belongs to another trace than the active one (a tensor kept from an earlier or other "
-           "compile_fn / compile_model)");
+    if (t->trace_id() != ctx.trace_id()) fail(describe(op, operands) + ": operand " + t->shape().to_string() + kForeign);
   }
   return ctx;
+}
+
+void require_traced_here(CompilationContext& ctx, const std::string& what, std::span<const Tensor> results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Tensor& r = results[i];
+    std::string head = what + "result " + std::to_string(i) + " (" + r.shape().to_string() + ")";
+    if (r.is_placeholder()) fail(head + " is a placeholder, not a value traced in this function");
+    if (r.trace_id() != ctx.trace_id()) fail(head + kForeign);
+  }
+}
+
+llvm::SmallVector<mlir::Value> values_of(std::span<const Tensor> ts) {
+  llvm::SmallVector<mlir::Value> v;
+  for (const Tensor& t : ts) v.push_back(value_of(t));
+  return v;
+}
+
+std::vector<Tensor> wrap_block_arguments(CompilationContext& ctx, mlir::Block* block, std::span<const Shape> shapes,
+                                         unsigned first, bool as_parameters) {
+  std::vector<Tensor> out;
+  out.reserve(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    mlir::Value v = block->getArgument(first + static_cast<unsigned>(i));
+    out.push_back(Tensor::from_opaque(&ctx, v.getAsOpaquePointer(), shapes[i], ctx.next_id(),
+                                      as_parameters ? static_cast<int>(i) : -1));
+  }
+  return out;
 }
 
 }  // namespace detail

@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "radix/core/shape.h"
@@ -20,9 +21,25 @@
 #include "radix/trace/tensor.h"
 #include "radix/trace/traced_module.h"
 
-namespace mlir { class MLIRContext; class OpBuilder; class ModuleOp; class Location; class Block; }
+namespace mlir { class MLIRContext; class OpBuilder; class ModuleOp; class Location; class Block; class Operation; }
 
 namespace radix {
+
+// One func.func emitted from a Body (see CompilationContext::emit_function).
+struct EmittedFunction {
+  mlir::Operation* op = nullptr;          // the mlir::func::FuncOp
+  std::vector<Shape> outputs;             // result shapes, tags included
+  std::vector<int> output_donations;      // per result: donated argument or -1
+  std::vector<MemoryKind> output_memory_kinds;
+};
+
+// A function call() traced into the module, cached per context: the key is
+// the callee's identity plus its arguments' shapes and plain values.
+struct CachedFunction {
+  std::string symbol;                     // the private func.func's name
+  EmittedFunction fn;                     // donations name the callee's parameters
+  std::shared_ptr<const void> result;     // the callee's typed result from its one trace
+};
 
 struct TraceOptions {
   std::string name = "radix";         // module name (sym_name)
@@ -63,8 +80,9 @@ class CompilationContext {
   const std::string& module_bytecode();
   uint64_t next_id() { return next_id_++; }
   // Identifies the function being traced: drawn from a process-wide counter
-  // when emission starts, so no two traces (even of contexts that reuse one
-  // address) share it. Tensors carry it; ops refuse tensors of other traces.
+  // when a function's emission starts (@main and each call()ee get their
+  // own), so no two traces (even of contexts that reuse one address) share
+  // it. Tensors carry it; ops refuse tensors of other traces.
   uint64_t trace_id() const { return trace_id_; }
 
   // Block stack: ops are emitted at the end of the top block.
@@ -77,11 +95,26 @@ class CompilationContext {
   // tensors. Throws TraceError on misuse.
   using Body = std::function<std::vector<Tensor>(std::span<const Tensor> inputs)>;
 
+  // Emits func.func @name(inputs...) -> (results...), public or private, by
+  // running body on one Tensor per argument. A function emitted while
+  // another is being traced (a call()ee) lands before that one, at module
+  // level; the builder, block stack and trace id are the caller's again on
+  // return. The body gets a fresh trace id, so the caller's tensors are
+  // refused inside it (func.func is isolated from above). Writes no
+  // attributes. Throws TraceError (the half-built function is erased).
+  EmittedFunction emit_function(const std::string& name, bool is_public, const std::vector<Shape>& inputs,
+                                const Body& body);
+
   // Emits func.func @main(inputs...) -> (results...) into this context's
-  // module, verifies it, runs the clean-up pipeline. Errors (TraceError
-  // thrown by ops, verifier failures) come back as a Status.
+  // module with its attributes (names, donations, memory kinds), verifies
+  // it, runs the clean-up pipeline. Errors (TraceError thrown by ops,
+  // verifier failures) come back as a Status.
   Status emit_main(const std::vector<Shape>& inputs, const std::vector<std::string>& input_names,
                    size_t n_model, const Body& body, Signature* signature);
+
+  // The call() cache of this module (see api/call.h); nullptr if absent.
+  const CachedFunction* cached_function(const std::string& key) const;
+  const CachedFunction& add_cached_function(const std::string& key, CachedFunction f);
 
  private:
   struct Impl;
@@ -90,6 +123,7 @@ class CompilationContext {
   uint64_t next_id_ = 1;
   uint64_t trace_id_;
   std::vector<mlir::Block*> blocks_;
+  std::unordered_map<std::string, CachedFunction> functions_;
 };
 
 // Traces `body` into a fresh module: the non-template core of compile_fn /

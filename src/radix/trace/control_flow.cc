@@ -35,10 +35,9 @@ auto trace_in_block(CompilationContext& ctx, mlir::Block* block, const char* wha
 
 std::vector<Tensor> block_state(CompilationContext& ctx, mlir::Block* block, std::span<const Tensor> like,
                                 unsigned first = 0) {
-  std::vector<Tensor> s;
-  for (size_t i = 0; i < like.size(); ++i)
-    s.push_back(wrap(ctx, block->getArgument(first + static_cast<unsigned>(i)), like[i].shape()));
-  return s;
+  std::vector<Shape> shapes;
+  for (const Tensor& t : like) shapes.push_back(t.shape());
+  return wrap_block_arguments(ctx, block, shapes, first);
 }
 
 // The body's new state must match the old one, tensor by tensor.
@@ -52,19 +51,14 @@ void check_state(const char* expected, std::span<const Tensor> old_state, std::s
          " (the same count, dtypes and dims are needed)");
 }
 
-llvm::SmallVector<mlir::Value> values(std::span<const Tensor> ts) {
-  llvm::SmallVector<mlir::Value> v;
-  for (const Tensor& t : ts) v.push_back(value_of(t));
-  return v;
-}
-
 // Ends a body's block with its new state: every tensor traced here, and (if
-// `expected` is given) matching it, named by `against` in the error.
-void yield_state(CompilationContext& ctx, const char* what, const std::vector<Tensor>& next,
+// `expected` is given) matching it, named by `against` in the error. (Thrown
+// inside trace_in_block, which prefixes the body's name.)
+void yield_state(CompilationContext& ctx, const std::vector<Tensor>& next,
                  std::span<const Tensor> expected = {}, const char* against = nullptr) {
-  for (const Tensor& t : next) context_for(what, {&t});
+  require_traced_here(ctx, "", next);
   if (against) check_state(against, expected, next);
-  mlir::scf::YieldOp::create(ctx.builder(), ctx.loc(), values(next));
+  mlir::scf::YieldOp::create(ctx.builder(), ctx.loc(), values_of(next));
 }
 
 // Erases a control-flow op whose body failed; the trace goes on after it.
@@ -99,7 +93,7 @@ std::vector<Tensor> while_loop_flat(const FlatPred& cond, const FlatBody& body, 
   CompilationContext& ctx = context_of_state("while_loop", init);
   mlir::OpBuilder& b = ctx.builder();
   mlir::Location l = ctx.loc();
-  llvm::SmallVector<mlir::Value> inits = values(init);
+  llvm::SmallVector<mlir::Value> inits = values_of(init);
   llvm::SmallVector<mlir::Type> types;
   for (mlir::Value v : inits) types.push_back(v.getType());
   llvm::SmallVector<mlir::Location> locs(types.size(), l);
@@ -111,12 +105,12 @@ std::vector<Tensor> while_loop_flat(const FlatPred& cond, const FlatBody& body, 
     trace_in_block(ctx, before, "while_loop cond", [&] {
       std::vector<Tensor> s = block_state(ctx, before, init);
       mlir::Value c = predicate_value(ctx, "the condition", cond(s));
-      mlir::scf::ConditionOp::create(b, l, c, values(s));
+      mlir::scf::ConditionOp::create(b, l, c, values_of(s));
       return 0;
     });
     trace_in_block(ctx, after, "while_loop body", [&] {
       std::vector<Tensor> s = block_state(ctx, after, init);
-      yield_state(ctx, "while_loop body", body(s), init, "the state it takes");
+      yield_state(ctx, body(s), init, "the state it takes");
       return 0;
     });
   } catch (...) {
@@ -144,12 +138,12 @@ std::vector<Tensor> cond_flat(const Tensor& pred, const FlatBody& then_fn, const
   try {
     then_out = trace_in_block(ctx, then_block, "cond then-branch", [&] {
       std::vector<Tensor> r = then_fn(operands);
-      yield_state(ctx, "cond then-branch", r);
+      yield_state(ctx, r);
       return r;
     });
     else_out = trace_in_block(ctx, else_block, "cond else-branch", [&] {
       std::vector<Tensor> r = else_fn(operands);
-      yield_state(ctx, "cond else-branch", r, then_out, "the then-branch's");
+      yield_state(ctx, r, then_out, "the then-branch's");
       return r;
     });
   } catch (...) {
@@ -175,7 +169,7 @@ std::vector<Tensor> for_loop_flat(int64_t begin, int64_t end, const FlatForBody&
   if (end < begin) end = begin;  // an empty range runs no step
   mlir::Value lb = mlir::arith::ConstantIndexOp::create(b, l, begin), ub = mlir::arith::ConstantIndexOp::create(b, l, end);
   mlir::Value one = mlir::arith::ConstantIndexOp::create(b, l, 1);
-  auto loop = mlir::scf::ForOp::create(b, l, lb, ub, one, values(init));
+  auto loop = mlir::scf::ForOp::create(b, l, lb, ub, one, values_of(init));
   mlir::Block* blk = loop.getBody();
   blk->clear();  // drop the default terminator, if any: the body's yield is added below
   b.setInsertionPointAfter(loop);
@@ -186,7 +180,7 @@ std::vector<Tensor> for_loop_flat(int64_t begin, int64_t end, const FlatForBody&
                                                            mlir::ValueRange{i64});
       Tensor i = wrap(ctx, t, Shape(DType::kI64));
       std::vector<Tensor> s = block_state(ctx, blk, init, /*first=*/1);
-      yield_state(ctx, "for_loop body", body(i, s), init, "the state it takes");
+      yield_state(ctx, body(i, s), init, "the state it takes");
       return 0;
     });
   } catch (...) {

@@ -58,6 +58,18 @@ Tensor Tensor::reuse_buffer(const Tensor& input) const {
   return t;
 }
 
+Tensor Tensor::to_memory(MemoryKind kind) const {
+  Tensor t = *this;
+  t.memory_kind_ = kind;
+  return t;
+}
+
+Tensor Tensor::with_donation_arg(int arg) const {
+  Tensor t = *this;
+  t.donation_arg_ = arg;
+  return t;
+}
+
 std::string Tensor::to_string() const {
   return std::string(is_placeholder() ? "Tensor(placeholder " : "Tensor(") + shape_.to_string() + ")";
 }

@@ -1,8 +1,9 @@
 // Tensor: a cheap handle on a value being traced. It holds the value's Shape,
 // the MLIR value it stands for, the id of the trace that produced it (unique
 // for the process, never reused, so a tensor kept past its trace is always
-// recognised as foreign), a unique id, and its donation state. Copying a Tensor copies the handle; ops
-// never mutate a Tensor, they return new ones.
+// recognised as foreign), a unique id, its donation state and the memory kind
+// it asks for as a result. Copying a Tensor copies the handle; ops never
+// mutate a Tensor, they return new ones.
 //
 // A Tensor without a value is a *placeholder*: it carries only a Shape and is
 // used to describe model weights and call arguments before tracing (see
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "radix/core/memory_kind.h"
 #include "radix/core/shape.h"
 
 namespace radix {
@@ -43,13 +45,20 @@ class Tensor {
   Tensor with_tags(std::span<const Tag> tags) const;
 
   // Donation: marks this result as reusing the buffer of the input `input`
-  // (a function argument), the seeds' reuseBuffer. Recorded in the traced
-  // module as the argument attribute radix.aliasing_output.
+  // (a function argument), the seeds' reuseBuffer. Recorded on @main as the
+  // argument attribute tf.aliasing_output; a call() result that reuses a
+  // parameter's buffer donates into whatever the caller passed there.
   Tensor reuse_buffer(const Tensor& input) const;
   // Index of the function argument this tensor may donate into, or -1.
   int donation_arg() const { return donation_arg_; }
   // Index of the function argument this tensor *is*, or -1.
   int argument_index() const { return arg_index_; }
+
+  // Asks for this value, when returned from @main, to be allocated in `kind`
+  // (metadata only; emits nothing). Recorded as the result attribute
+  // mhlo.memory_kind and in Signature::output_memory_kinds.
+  Tensor to_memory(MemoryKind kind) const;
+  MemoryKind memory_kind() const { return memory_kind_; }
 
   std::string to_string() const;
 
@@ -57,6 +66,9 @@ class Tensor {
   void* opaque_value() const { return value_; }
   static Tensor from_opaque(CompilationContext* ctx, void* value, const Shape& shape, uint64_t id,
                             int arg_index = -1);
+  // The same value donating into argument `arg` (-1: none), unchecked: call()
+  // carries a callee's donation over to the caller's argument.
+  Tensor with_donation_arg(int arg) const;
 
  private:
   Shape shape_;
@@ -65,6 +77,7 @@ class Tensor {
   uint64_t id_ = 0;
   int arg_index_ = -1;
   int donation_arg_ = -1;
+  MemoryKind memory_kind_ = MemoryKind::kDevice;
 };
 
 }  // namespace radix

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "radix/core/memory_kind.h"
 #include "radix/core/shape.h"
 
 namespace mlir { class ModuleOp; class MLIRContext; }
@@ -25,6 +26,7 @@ struct Signature {
   size_t n_model = 0;                    // the first n_model inputs are weights
   std::vector<Shape> outputs;
   std::vector<int> output_donations;     // per output: donated input index or -1
+  std::vector<MemoryKind> output_memory_kinds;  // per output: where to allocate it (Tensor::to_memory)
 
   size_t n_args() const { return inputs.size() - n_model; }
   std::string to_string() const;         // "(f32[4,8] w, f32[2,4] arg0) -> (f32[2,8])"

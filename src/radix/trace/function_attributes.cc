@@ -1,0 +1,79 @@
+#include "radix/trace/function_attributes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "radix/trace/trace_error.h"
+
+namespace radix::detail {
+
+namespace {
+constexpr const char* kAliasing = "tf.aliasing_output";
+
+void check_count(mlir::func::FuncOp fn, const char* what, size_t got, unsigned want) {
+  if (got != want)
+    throw TraceError("internal: " + std::string(what) + " for " + std::to_string(got) + " values, but @" +
+                     fn.getSymName().str() + " has " + std::to_string(want));
+}
+}  // namespace
+
+void write_argument_names(mlir::func::FuncOp fn, std::span<const std::string> names) {
+  mlir::Builder b(fn.getContext());
+  for (size_t i = 0; i < names.size() && i < fn.getNumArguments(); ++i)
+    if (!names[i].empty()) fn.setArgAttr(static_cast<unsigned>(i), "radix.name", b.getStringAttr(names[i]));
+}
+
+void write_donations(mlir::func::FuncOp fn, std::span<const int> output_donations, std::span<const Shape> inputs) {
+  check_count(fn, "donations", output_donations.size(), fn.getNumResults());
+  mlir::Builder b(fn.getContext());
+  for (size_t o = 0; o < output_donations.size(); ++o) {
+    const int a = output_donations[o];
+    if (a < 0) continue;
+    if (static_cast<unsigned>(a) >= fn.getNumArguments())
+      throw TraceError("internal: result " + std::to_string(o) + " donates into argument " + std::to_string(a) +
+                       ", past the " + std::to_string(fn.getNumArguments()) + " arguments");
+    const unsigned arg = static_cast<unsigned>(a);
+    if (auto earlier = fn.getArgAttrOfType<mlir::IntegerAttr>(arg, kAliasing)) {
+      const std::string shape = static_cast<size_t>(a) < inputs.size() ? inputs[arg].to_string() : "?";
+      throw TraceError("argument " + std::to_string(a) + " (" + shape + ") is donated to two results, " +
+                       std::to_string(earlier.getInt()) + " and " + std::to_string(o) +
+                       ": a buffer can be reused by one result only (reuse_buffer)");
+    }
+    fn.setArgAttr(arg, kAliasing, b.getI32IntegerAttr(static_cast<int32_t>(o)));
+  }
+}
+
+void write_output_memory_kinds(mlir::func::FuncOp fn, std::span<const MemoryKind> kinds) {
+  check_count(fn, "memory kinds", kinds.size(), fn.getNumResults());
+  mlir::Builder b(fn.getContext());
+  for (size_t o = 0; o < kinds.size(); ++o) {
+    if (kinds[o] == MemoryKind::kDevice) continue;  // the default: no attribute
+    const std::string_view name = memory_kind_name(kinds[o]);
+    fn.setResultAttr(static_cast<unsigned>(o), "mhlo.memory_kind", b.getStringAttr(llvm::StringRef(name.data(), name.size())));
+  }
+}
+
+std::string sharding_representation(const Shape& shape, int num_partitions) {
+  if (shape.sharding_mask() == 0 || num_partitions == 1) return "{replicated}";
+  std::string s = "{devices=[";
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(shape.sharded(i) ? num_partitions : 1);
+  }
+  return s + "]<=[" + std::to_string(num_partitions) + "]}";
+}
+
+void write_shardings(mlir::func::FuncOp fn, std::span<const Shape> inputs, std::span<const Shape> outputs,
+                     int num_partitions) {
+  if (num_partitions <= 1) return;
+  check_count(fn, "argument shardings", inputs.size(), fn.getNumArguments());
+  check_count(fn, "result shardings", outputs.size(), fn.getNumResults());
+  mlir::Builder b(fn.getContext());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    fn.setArgAttr(static_cast<unsigned>(i), "mhlo.sharding",
+                  b.getStringAttr(sharding_representation(inputs[i], num_partitions)));
+  for (size_t o = 0; o < outputs.size(); ++o)
+    fn.setResultAttr(static_cast<unsigned>(o), "mhlo.sharding",
+                     b.getStringAttr(sharding_representation(outputs[o], num_partitions)));
+}
+
+}  // namespace radix::detail
