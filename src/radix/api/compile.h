@@ -111,6 +111,17 @@ void collect_buffers(const T& obj, std::vector<const Buffer*>& out) {
   walk(c, const_cast<T&>(obj), "");
 }
 
+// An argument structure lent (lvalue) or moved in (rvalue: its Buffers may
+// be donated, see Executable): appends its buffers to `inputs` and, for a
+// moved one, the same pointers to `moved` (null for lent ones).
+template <class A>
+void collect_arg(A&& arg, std::vector<const Buffer*>& inputs, std::vector<Buffer*>& moved) {
+  const size_t first = inputs.size();
+  collect_buffers(arg, inputs);
+  for (size_t i = first; i < inputs.size(); ++i)
+    moved.push_back(std::is_rvalue_reference_v<A&&> ? const_cast<Buffer*>(inputs[i]) : nullptr);
+}
+
 // The untyped core shared by every typed executable: the compiled program and
 // the layout of its results (the sizes of any vectors among them).
 struct TypedCore {
@@ -118,8 +129,8 @@ struct TypedCore {
   std::vector<size_t> result_vector_sizes;
 
   template <class R>
-  Result<Bufferized<R>> call(std::span<const Buffer* const> inputs) const {
-    RADIX_ASSIGN_OR_RETURN(std::vector<Buffer> outs, exe.call(inputs));
+  Result<Bufferized<R>> call(std::span<const Buffer* const> inputs, std::span<Buffer* const> moved = {}) const {
+    RADIX_ASSIGN_OR_RETURN(std::vector<Buffer> outs, exe.call(inputs, moved));
     if constexpr (std::is_same_v<R, Tensor>) {
       return std::move(outs[0]);
     } else {
@@ -185,11 +196,25 @@ class ExeWithWeights<Model, Ret(Args...)> {
     detail::collect_buffers(*weights_, model_buffers_);
   }
 
-  // One Bufferized argument per parameter (a Buffer for each Tensor).
+  // One Bufferized argument per parameter (a Buffer for each Tensor), lent:
+  // read only, the caller keeps them.
   Result<Bufferized<Ret>> call(const Bufferized<Args>&... args) const {
     std::vector<const Buffer*> inputs = model_buffers_;
     (detail::collect_buffers(args, inputs), ...);
     return core_->template call<Ret>(inputs);
+  }
+  // Some arguments moved in (std::move(cache)): a Buffer whose parameter is
+  // donated to a result (Tensor::reuse_buffer) becomes that result, updated
+  // in place, and the moved-from argument is left empty; see Executable.
+  template <class... A>
+    requires(sizeof...(A) == sizeof...(Args) &&
+             (std::is_same_v<std::remove_cvref_t<A>, Bufferized<Args>> && ...) &&
+             (std::is_rvalue_reference_v<A&&> || ...))
+  Result<Bufferized<Ret>> call(A&&... args) const {
+    std::vector<const Buffer*> inputs = model_buffers_;
+    std::vector<Buffer*> moved(inputs.size(), nullptr);
+    (detail::collect_arg(std::forward<A>(args), inputs, moved), ...);
+    return core_->template call<Ret>(inputs, moved);
   }
   const Executable& executable() const { return core_->exe; }
   const Weights& weights() const { return *weights_; }

@@ -35,8 +35,48 @@ struct ResultsToDestinationsPass
     const unsigned n_in = fn.getNumArguments();
     llvm::SmallVector<mlir::Value> results(ret.getOperands());
 
-    for (unsigned i = 0; i < n_in; ++i) fn.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
-    for (mlir::Value r : results) {
+    // Donations (tf.aliasing_output = o on argument a): a's tensor becomes a
+    // writable memref argument that result o is materialized into, so the
+    // program updates the caller's buffer in place (no output allocation,
+    // no copy; an insert_slice into it writes just the slice). Every other
+    // argument is read-only, so bufferization never writes a caller's buffer.
+    llvm::SmallVector<int> donated_into(results.size(), -1);
+    for (unsigned i = 0; i < n_in; ++i) {
+      auto alias = fn.getArgAttrOfType<mlir::IntegerAttr>(i, "tf.aliasing_output");
+      if (!alias) {
+        fn.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
+        continue;
+      }
+      int64_t o = alias.getInt();
+      if (o < 0 || o >= static_cast<int64_t>(results.size()) || donated_into[o] >= 0 ||
+          results[o].getType() != fn.getArgument(i).getType()) {
+        fn.emitError("radix-results-to-destinations: invalid tf.aliasing_output on argument ") << i;
+        return signalPassFailure();
+      }
+      donated_into[o] = static_cast<int>(i);
+      auto tt = llvm::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
+      auto mt = mlir::MemRefType::get(tt.getShape(), tt.getElementType());
+      mlir::BlockArgument arg = fn.getArgument(i);
+      arg.setType(mt);
+      b.setInsertionPointToStart(&fn.front());
+      auto as_tensor = mlir::bufferization::ToTensorOp::create(b, fn.getLoc(), tt, arg, /*restrict=*/true,
+                                                               /*writable=*/true);
+      arg.replaceAllUsesExcept(as_tensor.getResult(), as_tensor);
+    }
+    if (results.size() != donated_into.size()) return signalPassFailure();
+    // The function type follows the argument types changed above.
+    llvm::SmallVector<mlir::Type> arg_types(fn.front().getArgumentTypes());
+    fn.setType(mlir::FunctionType::get(ctx, arg_types, fn.getResultTypes()));
+
+    for (size_t o = 0; o < results.size(); ++o) {
+      mlir::Value r = results[o];
+      b.setInsertionPoint(ret);
+      if (donated_into[o] >= 0) {
+        mlir::Value dest = fn.getArgument(static_cast<unsigned>(donated_into[o]));
+        mlir::bufferization::MaterializeInDestinationOp::create(b, ret.getLoc(), mlir::Type(), r, dest,
+                                                                /*restrict=*/false, /*writable=*/true);
+        continue;
+      }
       auto tt = llvm::cast<mlir::RankedTensorType>(r.getType());
       auto mt = mlir::MemRefType::get(tt.getShape(), tt.getElementType());
       unsigned idx = fn.getNumArguments();

@@ -12,7 +12,10 @@ namespace radix {
 // (tensors) into destination-passing style, @main(tensors..., memrefs...) with
 // no results, each result materialized into its destination memref. Inputs
 // are marked non-writable so bufferization never writes into a caller's
-// buffer. Adds llvm.emit_c_interface for a stable C calling convention.
+// buffer — except a donated one (tf.aliasing_output = o): it becomes a
+// writable memref argument and result o is materialized into it (no
+// destination argument of its own). Adds llvm.emit_c_interface for a stable
+// C calling convention: @main(inputs..., non-donated outputs...).
 std::unique_ptr<mlir::Pass> create_results_to_destinations_pass();
 
 // "radix-untie-shared-inits": clones every tensor.empty / linalg.fill that

@@ -1,6 +1,6 @@
 // The backend boundary: the few operations a device backend provides —
 // check and fingerprint options, compile (or reload) a program, allocate,
-// copy in/out, execute. Everything above it (Platform, Buffer, Executable,
+// copy in/out/within, execute. Everything above it (Platform, Buffer, Executable,
 // the executable cache) is backend-agnostic, and the runtime names backends
 // only through the registry at the bottom of this file.
 //
@@ -91,6 +91,8 @@ class Backend {
   virtual void deallocate(void* ptr, size_t bytes, MemoryKind kind) = 0;
   virtual Status copy_to_device(void* dst, const void* src, size_t bytes) = 0;
   virtual Status copy_to_host(void* dst, const void* src, size_t bytes) = 0;
+  // Device -> device (a lent Buffer for a donated parameter is copied first).
+  virtual Status copy_on_device(void* dst, const void* src, size_t bytes) = 0;
 };
 
 // ---- Registry: backends register a factory under their name (the CPU

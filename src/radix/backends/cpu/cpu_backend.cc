@@ -13,6 +13,8 @@
 #include <cstring>
 #include <mutex>
 
+#include <sys/mman.h>
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -38,6 +40,7 @@ double ms_since(Clock::time_point t0) {
 }
 
 constexpr size_t kAlign = 64;
+constexpr size_t kPageSize = 4096;
 constexpr double kSlowCompileMs = 1000;  // compiles longer than this report their time
 
 // Runtime support the generated code may call. LLVM lowers float -> bfloat
@@ -112,13 +115,16 @@ class CpuExecutable : public BackendExecutable {
   }
 
   Status execute(std::span<void* const> inputs, std::span<void* const> outputs) override {
-    const size_t n = inputs.size() + outputs.size();
     std::vector<Descriptor> descs;
-    descs.reserve(n);
+    descs.reserve(inputs.size() + outputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) descs.push_back(make_descriptor(inputs[i], sig_.inputs[i]));
-    for (size_t i = 0; i < outputs.size(); ++i) descs.push_back(make_descriptor(outputs[i], sig_.outputs[i]));
+    // A donated output is its input's memory, already passed: @main has no
+    // destination argument for it (see radix-results-to-destinations).
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (sig_.output_donations[i] < 0) descs.push_back(make_descriptor(outputs[i], sig_.outputs[i]));
     // Packed calling convention: args[i] points at the i-th argument of
     // _mlir_ciface_main, itself a pointer to a descriptor.
+    const size_t n = descs.size();
     std::vector<void*> desc_ptrs(n), args(n);
     for (size_t i = 0; i < n; ++i) {
       desc_ptrs[i] = descs[i].ptr();
@@ -261,19 +267,31 @@ class CpuBackend : public Backend {
     return load_object(std::string(bytes), *job.signature, CompileStats{});
   }
 
+  // Device memory is host memory here. Pinned host memory is page-aligned
+  // and locked into RAM (mlock) where RLIMIT_MEMLOCK allows; beyond the limit
+  // it stays pageable, which on the CPU changes no result, only paging.
   Result<void*> allocate(size_t bytes, MemoryKind kind) override {
-    size_t n = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
-    void* p = std::aligned_alloc(kAlign, n);
+    const size_t align = kind == MemoryKind::kPinnedHost ? kPageSize : kAlign;
+    size_t n = (std::max<size_t>(bytes, 1) + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, n);
     if (!p) return runtime_error("cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
+    if (kind == MemoryKind::kPinnedHost) (void)::mlock(p, n);
     return p;
   }
-  void deallocate(void* p, size_t, MemoryKind) override { std::free(p); }
+  void deallocate(void* p, size_t bytes, MemoryKind kind) override {
+    if (kind == MemoryKind::kPinnedHost) (void)::munlock(p, (std::max<size_t>(bytes, 1) + kPageSize - 1) / kPageSize * kPageSize);
+    std::free(p);
+  }
   Status copy_to_device(void* dst, const void* src, size_t bytes) override {
     if (bytes) std::memcpy(dst, src, bytes);
     return Status();
   }
   Status copy_to_host(void* dst, const void* src, size_t bytes) override {
     if (bytes) std::memcpy(dst, src, bytes);
+    return Status();
+  }
+  Status copy_on_device(void* dst, const void* src, size_t bytes) override {
+    if (bytes && dst != src) std::memcpy(dst, src, bytes);
     return Status();
   }
 };
