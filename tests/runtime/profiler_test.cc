@@ -1,5 +1,6 @@
 // The profiler's trace file, read back with a small JSON reader: valid JSON,
-// complete ("X") events with non-negative times, and the named spans for
+// complete ("X") events with non-negative times, and the named spans (cache
+// lookup / load / store included) for
 // tracing, every pipeline stage, LLVM code generation and each execution.
 #include <gtest/gtest.h>
 
@@ -105,7 +106,13 @@ TEST(Profiler, WritesNamedSpansAsTraceEventJson) {
   const Shape s(DType::kF32, {16});
   CompileFnOptions o;
   o.trace.name = "profiled";
-  auto exe = must(compile_fn(cpu(), o, [](Tensor x) { return exp(x) * 2.0; }, s));
+  const auto cache = std::filesystem::temp_directory_path() / ("radix-profile-cache-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(cache);
+  o.compile.cache_dir = cache.string();
+  auto fn = [](Tensor x) { return exp(x) * 2.0; };
+  auto exe = must(compile_fn(cpu(), o, fn, s));  // a cache miss: compiled and stored
+  (void)must(compile_fn(cpu(), o, fn, s));        // a hit: loaded, no stage runs
+  std::filesystem::remove_all(cache);
   Buffer x = must(cpu().buffer(s, std::vector<float>(16, 1.f)));
   for (int i = 0; i < 3; ++i) (void)must(exe.call(x));
   ASSERT_TRUE(Profiler::stop().ok());
@@ -130,8 +137,11 @@ TEST(Profiler, WritesNamedSpansAsTraceEventJson) {
     names[name.substr(0, name.find(' ', name.find(' ') + 1))]++;  // first two words
     names[name.substr(0, name.find(' '))]++;
   }
-  EXPECT_EQ(names["trace profiled"], 1);
-  EXPECT_EQ(names["compile profiled"], 1);
+  EXPECT_EQ(names["trace profiled"], 2);
+  EXPECT_EQ(names["compile profiled"], 2);
+  EXPECT_EQ(names["cache lookup"], 2);
+  EXPECT_EQ(names["cache store"], 1);
+  EXPECT_EQ(names["cache load"], 1);
   for (const char* st : {"stage dps", "stage fuse", "stage schedule", "stage bufferize", "stage math", "stage lower"})
     EXPECT_EQ(names[st], 1) << st;
   EXPECT_EQ(names["llvm codegen"], 1);

@@ -77,12 +77,12 @@ Result<Executable> Platform::compile(const TracedModule& module, const CompileOp
     auto t0 = std::chrono::steady_clock::now();
     CacheLookup found;
     {
-      Profiler::Span load_span("cache load " + CacheKey::hex(key), "cache");
+      Profiler::Span lookup_span("cache lookup " + CacheKey::hex(key), "cache");
       found = cache->load(key);
     }
     outcome = CompileStats::Cache::kMiss;
     if (found.kind == CacheLookup::Kind::kHit) {
-      Profiler::Span load_span("cache load executable", "cache");
+      Profiler::Span load_span("cache load " + CacheKey::hex(key), "cache");
       auto loaded = backend_->load(found.payload, job);
       if (loaded.ok()) {
         std::unique_ptr<BackendExecutable> exe = std::move(loaded).value();
