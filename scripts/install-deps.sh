@@ -10,7 +10,7 @@ PKGS=(
   libmlir-22-dev mlir-22-tools llvm-22-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libdnnl-dev
-  libxxhash-dev
+  libxxhash-dev nlohmann-json3-dev libsentencepiece-dev
 )
 
 missing=()
