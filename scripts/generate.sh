@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds Radix, and runs its main job: the built-in
-# MLP example (trace -> compile -> run, with timings and a reference check).
-# Extra arguments go to `radix example` (see `build/radix help`).
+# Installs dependencies, builds Radix, and runs its main job: the stories260K
+# Llama model in models/ writes a story (radix generate: load the weights,
+# compile prefill + decode, stream the text, print load / compile / tokens-per-
+# second timings). Compiled programs are kept in build/executable-cache, so a
+# second run loads them instead of compiling. Extra arguments go to
+# `radix generate` (see `build/radix generate --help`), e.g.
+#   ./scripts/generate.sh --temperature 0 --prompt "One day, Tom"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh -DRADIX_BUILD_TESTS=OFF -DRADIX_BUILD_BENCH=OFF
-./build/radix example "$@"
+./build/radix generate --model models/stories260K/stories260K.bin --cache-dir build/executable-cache "$@"

@@ -14,6 +14,7 @@
 
 #include "examples/mlp.h"
 #include "radix/radix.h"
+#include "tools/commands.h"
 
 using namespace radix;
 using Clock = std::chrono::steady_clock;
@@ -26,6 +27,9 @@ const char* kUsage =
     "usage: radix <command> [options]\n"
     "\n"
     "commands:\n"
+    "  generate    run a Llama model (llama2.c / safetensors weights) and stream its text;\n"
+    "              'radix generate --help' lists its options\n"
+    "  convert     write any weight file as safetensors ('radix convert --help')\n"
     "  example     trace, compile and run a small MLP with seeded weights; prints its\n"
     "              output, the compile and run timings, and the error against a naive\n"
     "              C++ reference\n"
@@ -218,6 +222,8 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
+  if (cmd == "generate") return radix::cli::run_generate(argc - 2, argv + 2);
+  if (cmd == "convert") return radix::cli::run_convert(argc - 2, argv + 2);
   if (cmd == "example") {
     ExampleArgs a;
     std::string err;

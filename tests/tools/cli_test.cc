@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <regex>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -156,6 +157,80 @@ TEST_F(CliCache, CorruptTruncatedAndOtherVersionEntriesAreRecompiled) {
     CliRun again = example();
     EXPECT_NE(again.out.find("cache: hit"), std::string::npos) << d << "\n" << again.out;
   }
+}
+
+}  // namespace
+
+namespace {
+
+const std::string kStories = std::string(RADIX_SOURCE_DIR) + "/models/stories260K/stories260K.bin";
+
+// The generated text of a run: without the compile notes ("[radix cpu]
+// compiled ..." on stderr when a compile takes over a second) and the
+// timing line.
+std::string text(const std::string& out) {
+  std::string t = std::regex_replace(out, std::regex(R"(\[radix cpu\][^\n]*\n)"), "");
+  return t.substr(0, t.find("load "));
+}
+
+// The README's main job: stories260K, greedy, from the repository's copy.
+TEST(CliGenerate, GreedyStoryAndTimingLine) {
+  CliRun r = run("generate --model '" + kStories + "' --temperature 0 --steps 30 --cache-dir '" +
+                 std::string(RADIX_TEST_CACHE_DIR) + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Once upon a time, there was a little girl named Lily."), std::string::npos) << r.out;
+  // "load 2 ms, compile 840 ms (cache miss), prefill 1 tokens 9100 tok/s, decode 29 tokens 7400 tok/s"
+  std::regex line(R"(load \d+ ms, compile \d+ ms \(cache (miss|hit|rejected)\), prefill 1 tokens \d+ tok/s, decode 29 tokens \d+ tok/s)");
+  EXPECT_TRUE(std::regex_search(r.out, line)) << r.out;
+}
+
+TEST(CliGenerate, PromptSeedsAndSampling) {
+  const std::string base = "generate --model '" + kStories + "' --steps 40 --prompt 'The cat' --cache-dir '" +
+                           std::string(RADIX_TEST_CACHE_DIR) + "'";
+  CliRun a = run(base + " --temperature 0.8 --top-p 0.9 --seed 7");
+  CliRun b = run(base + " --temperature 0.8 --top-p 0.9 --seed 7");
+  CliRun c = run(base + " --temperature 0.8 --top-p 0.9 --seed 8");
+  ASSERT_EQ(a.code, 0) << a.out;
+  EXPECT_EQ(text(a.out).rfind("The cat", 0), 0u) << a.out;
+  EXPECT_EQ(text(a.out), text(b.out)) << "the same seed writes the same text";
+  EXPECT_NE(text(a.out), text(c.out)) << "another seed writes another text";
+  EXPECT_TRUE(std::regex_search(a.out, std::regex(R"(prefill [2-9] tokens)"))) << a.out;  // BOS + the prompt's
+}
+
+TEST(CliGenerate, HelpAndBadInput) {
+  CliRun h = run("generate --help");
+  EXPECT_EQ(h.code, 0);
+  for (const char* flag : {"--model", "--tokenizer", "--prompt", "--steps", "--temperature", "--top-p", "--top-k",
+                           "--seed", "--cache-dir", "--verbose"})
+    EXPECT_NE(h.out.find(flag), std::string::npos) << flag;
+  CliRun top = run("--help");
+  EXPECT_NE(top.out.find("generate"), std::string::npos);
+  EXPECT_NE(top.out.find("convert"), std::string::npos);
+  CliRun missing = run("generate --model /nonexistent/model.bin");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.out.find("/nonexistent/model.bin"), std::string::npos) << missing.out;
+  CliRun bad = run("generate --model '" + kStories + "' --temperature -1");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--temperature needs a number"), std::string::npos) << bad.out;
+  CliRun no_model = run("generate --steps 3");
+  EXPECT_EQ(no_model.code, 2);
+  EXPECT_NE(no_model.out.find("--model PATH is required"), std::string::npos) << no_model.out;
+}
+
+TEST(CliConvert, WritesSafetensorsThatGenerateTheSame) {
+  const std::string out = ::testing::TempDir() + "radix-cli-convert-" + std::to_string(::getpid()) + ".safetensors";
+  CliRun c = run("convert '" + kStories + "' '" + out + "'");
+  ASSERT_EQ(c.code, 0) << c.out;
+  EXPECT_NE(c.out.find("wrote 48 tensors"), std::string::npos) << c.out;
+  const std::string tok = " --tokenizer '" + std::string(RADIX_SOURCE_DIR) + "/models/stories260K/tok512.bin'";
+  const std::string flags = " --temperature 0 --steps 20 --cache-dir '" + std::string(RADIX_TEST_CACHE_DIR) + "'";
+  CliRun a = run("generate --model '" + kStories + "'" + flags);
+  CliRun b = run("generate --model '" + out + "'" + tok + flags);
+  std::remove(out.c_str());
+  ASSERT_EQ(b.code, 0) << b.out;
+  EXPECT_EQ(text(a.out), text(b.out));
+  CliRun usage = run("convert onlyone");
+  EXPECT_EQ(usage.code, 2);
 }
 
 }  // namespace

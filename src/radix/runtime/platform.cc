@@ -1,6 +1,9 @@
 #include "radix/runtime/platform.h"
 
 #include <chrono>
+#include <iterator>
+
+#include <dlfcn.h>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,10 +23,25 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// This build of libradix, as the hash of its own file: any rebuild (a
+// changed pass, schedule or emitter) makes new keys, so a development build
+// never loads code an older build of the same version compiled.
+const std::string& build_id() {
+  static const std::string id = [] {
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&build_id), &info) || !info.dli_fname) return std::string("unknown");
+    std::ifstream f(info.dli_fname, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), {});
+    return CacheKey::hex(xxhash64(bytes));
+  }();
+  return id;
+}
+
 // The seeds' computeModuleHash: everything that decides the native code.
 uint64_t module_key(const Backend& backend, const TracedModule& module, const CompileOptions& options) {
   CacheKey key;
   key.add("radix", RADIX_VERSION)
+      .add("build", build_id())
       .add("module", module.bytecode())
       .add("backend", backend.name())
       .add("codegen", backend.codegen_fingerprint(options));

@@ -33,7 +33,8 @@ class Platform {
   // Compiles `module` for this backend. With options.cache_dir set, looks
   // the program up in the on-disk executable cache first (key: the module's
   // bytecode, the backend, its resolved target and code-generating options,
-  // Radix's version) and stores it there after a miss; a corrupt, truncated
+  // Radix's version and the hash of this libradix build) and stores it there
+  // after a miss; a corrupt, truncated
   // or foreign entry is reported (verbose) and replaced. Executable::stats()
   // says what happened. With options.diagnostics.dump_dir set, writes
   // <dump_dir>/<backend>/<name>_<key>/module.mlir and the dumped stages.

@@ -1,0 +1,153 @@
+#include "radix/models/llama/generator.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "radix/nn/sampler.h"
+
+namespace radix::models {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+}  // namespace
+
+Result<std::unique_ptr<LlamaGenerator>> LlamaGenerator::load(const Platform& platform, const io::WeightStore& store,
+                                                             const Options& options) {
+  auto t0 = Clock::now();
+  std::unique_ptr<LlamaGenerator> g(new LlamaGenerator());
+  g->platform_ = platform;
+  g->options_ = options;
+  RADIX_ASSIGN_OR_RETURN(g->config_, llama_config_from(store));
+  Llama<Shape> shapes = llama_shapes(g->config_);
+  RADIX_ASSIGN_OR_RETURN(Llama<Buffer> w, load_weights(platform, shapes, store, options.load));
+  g->weights_ = std::make_shared<const Llama<Buffer>>(std::move(w));
+  g->load_ms_ = ms_since(t0);
+  RADIX_RETURN_IF_ERROR(g->reset());
+  RADIX_RETURN_IF_ERROR(g->step_for(1).status());  // the decode step, compiled up front
+  return g;
+}
+
+Status LlamaGenerator::reset() {
+  KvCache<Shape> shapes = kv_cache_shapes(config_);
+  cache_buffers_ = map_leaves<Buffer>(shapes, [&](const std::string&, const Shape& s) {
+    std::vector<std::byte> zeros(s.byte_size());
+    auto b = platform_.bytes(s, zeros);
+    return b.ok() ? std::move(b).value() : Buffer();
+  });
+  for (const Buffer& b : cache_buffers_.k)
+    if (!b.valid()) return runtime_error("llama: cannot allocate the KV cache");
+  pos_ = 0;
+  return Status();
+}
+
+Status LlamaGenerator::record(const CompileStats& stats, double ms) {
+  compile_ms_ += ms;
+  if (cache_ == CompileStats::Cache::kOff || stats.cache != CompileStats::Cache::kHit) cache_ = stats.cache;
+  return Status();
+}
+
+Result<const LlamaGenerator::Prepared*> LlamaGenerator::step_for(int64_t s) {
+  if (auto it = steps_.find(s); it != steps_.end()) return it->second.get();
+  auto t0 = Clock::now();
+  Llama<Tensor> model = map_leaves<Tensor>(*weights_, [](const std::string&, const Buffer& b) {
+    return Tensor::placeholder(b.shape());
+  });
+  model.config = config_;
+  KvCache<Tensor> cache = map_leaves<Tensor>(kv_cache_shapes(config_), [](const std::string&, const Shape& sh) {
+    return Tensor::placeholder(sh);
+  });
+  CompileFnOptions o;
+  o.trace.name = options_.name + (s == 1 ? "_decode" : "_prefill" + std::to_string(s));
+  o.compile = options_.compile;
+  RADIX_ASSIGN_OR_RETURN(Forward exe, compile_model(platform_, o, model, &Llama<Tensor>::forward,
+                                                    Shape(DType::kI32, {1, s}), cache, Shape(DType::kI32)));
+  RADIX_ASSIGN_OR_RETURN(Prepared p, exe.prepare_shared(weights_));
+  RADIX_RETURN_IF_ERROR(record(p.executable().stats(), ms_since(t0)));
+  auto [it, inserted] = steps_.emplace(s, std::make_unique<Prepared>(std::move(p)));
+  return it->second.get();
+}
+
+Result<const LlamaGenerator::Sampler*> LlamaGenerator::sampler_for(const GenerateOptions& o) {
+  auto key = std::make_tuple(o.temperature, o.top_k, o.top_p);
+  if (auto it = samplers_.find(key); it != samplers_.end()) return it->second.get();
+  if (o.temperature < 0 || o.top_k < 0 || !(o.top_p > 0 && o.top_p <= 1))
+    return invalid_argument("generate: temperature must be >= 0, top_k >= 0 and top_p in (0, 1]");
+  auto t0 = Clock::now();
+  nn::SamplerOptions so;
+  so.temperature = o.temperature;
+  so.top_k = o.top_k;
+  so.top_p = o.top_p;
+  CompileFnOptions co;
+  co.trace.name = options_.name + "_sampler";
+  co.compile = options_.compile;
+  auto fn = [so](Tensor state, Tensor logits) -> RandomResult<Tensor> { return nn::sample(state, logits, so); };
+  RADIX_ASSIGN_OR_RETURN(Sampler s, compile_fn(platform_, co, fn, rng_state_shape(),
+                                               Shape(DType::kF32, {1, config_.vocab_size})));
+  RADIX_RETURN_IF_ERROR(record(s.executable().stats(), ms_since(t0)));
+  auto [it, inserted] = samplers_.emplace(key, std::make_unique<Sampler>(std::move(s)));
+  return it->second.get();
+}
+
+Result<Buffer> LlamaGenerator::run_step(std::span<const int32_t> tokens) {
+  const int64_t s = static_cast<int64_t>(tokens.size());
+  if (s < 1 || pos_ + s > config_.seq_len)
+    return invalid_argument("llama: " + std::to_string(s) + " tokens at position " + std::to_string(pos_) +
+                            " do not fit the " + std::to_string(config_.seq_len) + "-position context");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= config_.vocab_size)
+      return invalid_argument("llama: token " + std::to_string(t) + " is outside the vocabulary [0, " +
+                              std::to_string(config_.vocab_size) + ")");
+  RADIX_ASSIGN_OR_RETURN(const Prepared* step, step_for(s));
+  RADIX_ASSIGN_OR_RETURN(Buffer tok, platform_.buffer(Shape(DType::kI32, {1, s}), tokens));
+  RADIX_ASSIGN_OR_RETURN(Buffer pos, platform_.scalar(static_cast<int32_t>(pos_)));
+  RADIX_ASSIGN_OR_RETURN(LlamaStep<Buffer> out, step->call(tok, std::move(cache_buffers_), pos));
+  cache_buffers_ = std::move(out.cache);  // the same memory, updated in place
+  pos_ += s;
+  return std::move(out.logits);
+}
+
+Result<std::vector<float>> LlamaGenerator::forward(std::span<const int32_t> tokens) {
+  RADIX_ASSIGN_OR_RETURN(Buffer logits, run_step(tokens));
+  return logits.to_host<float>();
+}
+
+Result<GenerateStats> LlamaGenerator::generate(std::span<const int32_t> prompt, const GenerateOptions& o,
+                                               const std::function<bool(int32_t)>& on_token) {
+  if (prompt.empty()) return invalid_argument("generate: the prompt needs at least one token (e.g. BOS)");
+  GenerateStats st;
+  const double compiled_before = compile_ms_;
+  RADIX_ASSIGN_OR_RETURN(const Sampler* sampler, sampler_for(o));
+  const int64_t steps = std::min<int64_t>(o.steps, config_.seq_len);
+  RADIX_RETURN_IF_ERROR(reset());
+  std::array<uint32_t, 4> seed = rng_state_from_seed(o.seed);
+  RADIX_ASSIGN_OR_RETURN(Buffer state, platform_.buffer(rng_state_shape(), std::span<const uint32_t>(seed)));
+
+  // Prefill: the whole prompt in one call (its executable compiled first,
+  // outside the timing).
+  const int64_t n_prompt = std::min<int64_t>(static_cast<int64_t>(prompt.size()), std::max<int64_t>(steps, 1));
+  RADIX_RETURN_IF_ERROR(step_for(n_prompt).status());
+  auto t0 = Clock::now();
+  RADIX_ASSIGN_OR_RETURN(Buffer logits, run_step(prompt.first(static_cast<size_t>(n_prompt))));
+  st.prefill_ms = ms_since(t0);
+  st.prefill_tokens = n_prompt;
+
+  t0 = Clock::now();
+  // As llama2.c: a token is sampled after every forward, the last one too,
+  // so a run fills `steps` positions and prints steps - prompt + 1 tokens.
+  for (;;) {
+    RADIX_ASSIGN_OR_RETURN(RandomResult<Buffer> draw, sampler->call(std::move(state), logits));
+    state = std::move(draw.state);
+    RADIX_ASSIGN_OR_RETURN(std::vector<int32_t> tok, draw.samples.to_host<int32_t>());
+    if (tok[0] == o.stop_token || !on_token(tok[0])) break;
+    if (pos_ >= steps) break;
+    ++st.decode_tokens;  // tokens run through the decode step
+    RADIX_ASSIGN_OR_RETURN(logits, run_step(std::span<const int32_t>(tok.data(), 1)));
+  }
+  st.decode_ms = ms_since(t0);
+  st.compile_ms = compile_ms_ - compiled_before;
+  st.cache = cache_;
+  return st;
+}
+
+}  // namespace radix::models

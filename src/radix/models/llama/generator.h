@@ -1,0 +1,110 @@
+// LlamaGenerator: a Llama loaded from a weight store and compiled into a
+// prefill executable (the prompt, all at once) and a one-token decode
+// executable that share the weights and a donated KV cache, plus a compiled
+// sampler. generate() streams tokens to a callback and reports timings.
+//
+//   auto store = io::open_weights("stories260K.bin");
+//   auto gen = LlamaGenerator::load(Platform::cpu(), **store);
+//   GenerateOptions o;  o.temperature = 0;
+//   gen->generate(tokens_of_prompt, o, [](int32_t token) { ...; return true; });
+//
+// Thread-safety: one generate() at a time per generator (the KV cache is
+// its state). Ownership: the generator owns its buffers; the store is only
+// read while loading.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "radix/api/compile.h"
+#include "radix/api/load.h"
+#include "radix/models/llama/llama.h"
+#include "radix/trace/ops_random.h"
+
+namespace radix::models {
+
+struct GenerateOptions {
+  // Positions to fill, prompt included (llama2.c's -n); capped at seq_len.
+  int64_t steps = 256;
+  double temperature = 1.0;  // 0: greedy (deterministic)
+  int64_t top_k = 0;         // 0: off
+  double top_p = 0.9;        // 1: off
+  uint64_t seed = 0;
+  // Stop at this token (the tokenizer's EOS / BOS); -1: never.
+  int32_t stop_token = -1;
+};
+
+struct GenerateStats {
+  int64_t prefill_tokens = 0, decode_tokens = 0;
+  double prefill_ms = 0, decode_ms = 0, compile_ms = 0;
+  CompileStats::Cache cache = CompileStats::Cache::kOff;  // of the executables compiled for this run
+  double prefill_tokens_per_s() const { return prefill_ms > 0 ? prefill_tokens * 1000.0 / prefill_ms : 0; }
+  double decode_tokens_per_s() const { return decode_ms > 0 ? decode_tokens * 1000.0 / decode_ms : 0; }
+};
+
+class LlamaGenerator {
+ public:
+  struct Options {
+    LoadOptions load;
+    CompileOptions compile;
+    std::string name = "llama";  // module names: <name>_prefill<s>, <name>_decode
+  };
+
+  // Reads the configuration and weights from `store` and compiles the
+  // decode step and the sampler.
+  static Result<std::unique_ptr<LlamaGenerator>> load(const Platform& platform, const io::WeightStore& store,
+                                                      const Options& options);
+  static Result<std::unique_ptr<LlamaGenerator>> load(const Platform& platform, const io::WeightStore& store) {
+    return load(platform, store, Options{});
+  }
+
+  const LlamaConfig& config() const { return config_; }
+  double load_ms() const { return load_ms_; }
+  double compile_ms() const { return compile_ms_; }  // everything compiled so far
+  CompileStats::Cache cache() const { return cache_; }  // the decode step's executable cache result
+
+  // Compiles the s-token step now (generate() compiles what it needs on
+  // first use; this moves that time before output starts).
+  Status compile_step(int64_t s) { return step_for(s).status(); }
+  // Clears the KV cache (a new sequence starts at position 0).
+  Status reset();
+  // Runs `tokens` (1 <= size, pos + size <= seq_len) at positions
+  // [pos, pos + size): one prefill call (or the decode step for one token),
+  // returns the last token's logits [vocab] and advances the position.
+  Result<std::vector<float>> forward(std::span<const int32_t> tokens);
+  int64_t position() const { return pos_; }
+
+  // Feeds `prompt` (at least one token, e.g. BOS) then samples until
+  // options.steps positions are filled, `stop_token` comes, or on_token
+  // returns false. on_token gets every sampled token as it is produced.
+  Result<GenerateStats> generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                                 const std::function<bool(int32_t)>& on_token);
+
+ private:
+  using Forward = Exe<Llama<Tensor>, LlamaStep<Tensor>(Tensor, KvCache<Tensor>, Tensor)>;
+  using Prepared = Forward::Prepared;
+  LlamaGenerator() = default;
+  using Sampler = ExeWithWeights<NoModel, RandomResult<Tensor>(Tensor, Tensor)>;
+  Result<const Prepared*> step_for(int64_t s);  // compiles the s-token step on first use
+  Result<Buffer> run_step(std::span<const int32_t> tokens);  // logits [1, vocab]
+  Result<const Sampler*> sampler_for(const GenerateOptions& o);
+  Status record(const CompileStats& stats, double ms);
+
+  Platform platform_ = Platform::cpu();
+  Options options_;
+  LlamaConfig config_;
+  std::shared_ptr<const Llama<Buffer>> weights_;
+  std::map<int64_t, std::unique_ptr<Prepared>> steps_;  // by token count
+  std::map<std::tuple<double, int64_t, double>, std::unique_ptr<Sampler>> samplers_;
+  KvCache<Buffer> cache_buffers_;
+  int64_t pos_ = 0;
+  double load_ms_ = 0, compile_ms_ = 0;
+  CompileStats::Cache cache_ = CompileStats::Cache::kOff;
+};
+
+}  // namespace radix::models

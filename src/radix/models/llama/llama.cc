@@ -1,0 +1,140 @@
+#include "radix/models/llama/llama.h"
+
+#include <cstdlib>
+#include <tuple>
+
+#include "radix/api/call.h"
+#include "radix/nn/attention.h"
+#include "radix/nn/norm.h"
+#include "radix/trace/ops.h"
+#include "radix/trace/ops_activation.h"
+#include "radix/trace/ops_layout.h"
+
+namespace radix::models {
+
+namespace {
+
+// x[..., in] · w[out, in]ᵀ -> [..., out].
+Tensor proj(const Tensor& x, const Tensor& w) {
+  return dot_general(x, w, DotDims{{}, {}, {x.rank() - 1}, {1}});
+}
+
+// One decoder layer, a pure function of its arguments (the function cache
+// keys it by shapes and the plain values): x [1, s, dim] -> x, and the
+// layer's caches with this step's keys / values written (donated).
+std::tuple<Tensor, Tensor, Tensor> layer_forward(const LlamaLayer<Tensor>& l, Tensor x, Tensor cache_k,
+                                                 Tensor cache_v, Tensor pos, int64_t n_heads, int64_t n_kv_heads,
+                                                 double eps, double theta, nn::RopeLayout layout) {
+  const int64_t s = x.dim(1), dim = x.dim(2), hd = dim / n_heads;
+  Tensor h = nn::rms_norm(x, l.attention_norm, -1, eps);
+  Tensor q = reshape(proj(h, l.wq), {1, s, n_heads, hd});
+  Tensor k = reshape(proj(h, l.wk), {1, s, n_kv_heads, hd});
+  Tensor v = reshape(proj(h, l.wv), {1, s, n_kv_heads, hd});
+  nn::RopeOptions ro;
+  ro.layout = layout;
+  ro.theta = theta;
+  q = nn::rope(q, pos, ro);
+  k = nn::rope(k, pos, ro);
+  nn::CachedAttention<> a = nn::cached_attention(q, k, v, cache_k, cache_v, pos);
+  x = x + proj(reshape(a.out, {1, s, dim}), l.wo);
+  Tensor h2 = nn::rms_norm(x, l.ffn_norm, -1, eps);
+  x = x + proj(silu(proj(h2, l.w1)) * proj(h2, l.w3), l.w2);
+  return {x, a.cache_k.reuse_buffer(cache_k), a.cache_v.reuse_buffer(cache_v)};
+}
+
+int64_t meta_int(const std::map<std::string, std::string>& m, const std::string& key, Status* err) {
+  auto it = m.find(key);
+  if (it == m.end()) {
+    if (err->ok()) *err = invalid_argument("missing metadata '" + key + "'");
+    return 0;
+  }
+  return std::strtoll(it->second.c_str(), nullptr, 10);
+}
+
+}  // namespace
+
+Status LlamaConfig::validate() const {
+  if (dim <= 0 || hidden_dim <= 0 || n_layers <= 0 || n_heads <= 0 || n_kv_heads <= 0 || vocab_size <= 0 ||
+      seq_len <= 0)
+    return invalid_argument("llama config: every size must be positive (" + to_string() + ")");
+  if (dim % n_heads != 0 || n_heads % n_kv_heads != 0 || head_dim() % 2 != 0)
+    return invalid_argument("llama config: dim must split into n_heads even-sized heads and n_heads into n_kv_heads "
+                            "groups (" + to_string() + ")");
+  return Status();
+}
+
+std::string LlamaConfig::to_string() const {
+  return "dim " + std::to_string(dim) + ", hidden " + std::to_string(hidden_dim) + ", " + std::to_string(n_layers) +
+         " layers, " + std::to_string(n_heads) + " heads (" + std::to_string(n_kv_heads) + " kv), vocab " +
+         std::to_string(vocab_size) + ", seq " + std::to_string(seq_len);
+}
+
+Result<LlamaConfig> llama_config_from(const io::WeightStore& store) {
+  const auto& m = store.metadata();
+  LlamaConfig c;
+  Status err;
+  if (m.count("llama2c.dim")) {  // a llama2.c checkpoint, or a conversion of one
+    c.dim = meta_int(m, "llama2c.dim", &err);
+    c.hidden_dim = meta_int(m, "llama2c.hidden_dim", &err);
+    c.n_layers = meta_int(m, "llama2c.n_layers", &err);
+    c.n_heads = meta_int(m, "llama2c.n_heads", &err);
+    c.n_kv_heads = meta_int(m, "llama2c.n_kv_heads", &err);
+    c.vocab_size = meta_int(m, "llama2c.vocab_size", &err);
+    c.seq_len = meta_int(m, "llama2c.seq_len", &err);
+    auto shared = m.find("llama2c.shared_classifier");
+    c.tied_classifier = shared == m.end() || shared->second == "true";
+  } else {
+    return invalid_argument("weights " + store.path() + " (" + store.format() +
+                            "): no Llama hyper-parameters found (expected llama2c.* metadata)");
+  }
+  if (!err.ok()) return invalid_argument("weights " + store.path() + ": " + err.message());
+  RADIX_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+Llama<Shape> llama_shapes(const LlamaConfig& c) {
+  const DType d = c.dtype;
+  Llama<Shape> m;
+  m.config = c;
+  m.tok_embeddings = Shape(d, {c.vocab_size, c.dim});
+  m.norm = Shape(d, {c.dim});
+  m.output = Shape(d, {c.vocab_size, c.dim});
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    LlamaLayer<Shape> l;
+    l.attention_norm = l.ffn_norm = Shape(d, {c.dim});
+    l.wq = l.wo = Shape(d, {c.dim, c.dim});
+    l.wk = l.wv = Shape(d, {c.kv_dim(), c.dim});
+    l.w1 = l.w3 = Shape(d, {c.hidden_dim, c.dim});
+    l.w2 = Shape(d, {c.dim, c.hidden_dim});
+    m.layers.push_back(l);
+  }
+  return m;
+}
+
+KvCache<Shape> kv_cache_shapes(const LlamaConfig& c) {
+  KvCache<Shape> kv;
+  Shape s(c.dtype, {1, c.seq_len, c.n_kv_heads, c.head_dim()});
+  kv.k.assign(static_cast<size_t>(c.n_layers), s);
+  kv.v.assign(static_cast<size_t>(c.n_layers), s);
+  return kv;
+}
+
+template <>
+LlamaStep<Tensor> Llama<Tensor>::forward(const Tensor& tokens, const KvCache<Tensor>& cache, const Tensor& pos) const {
+  const LlamaConfig& c = config;
+  Tensor x = embedding(tok_embeddings, tokens);  // [1, s, dim]
+  LlamaStep<Tensor> out;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    auto [y, k, v] = call("llama_layer", &layer_forward, layers[i], x, cache.k[i], cache.v[i], pos, c.n_heads,
+                          c.n_kv_heads, c.norm_eps, c.rope_theta, c.rope_layout);
+    x = y;
+    out.cache.k.push_back(k);
+    out.cache.v.push_back(v);
+  }
+  const int64_t s = tokens.dim(1);
+  Tensor last = reshape(slice(x, 1, s - 1, s), {1, c.dim});
+  out.logits = convert(proj(nn::rms_norm(last, norm, -1, c.norm_eps), output), DType::kF32);
+  return out;
+}
+
+}  // namespace radix::models

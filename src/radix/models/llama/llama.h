@@ -1,0 +1,108 @@
+// A Llama-2/3-style decoder built from the nn layers: RMSNorm, rotary
+// embeddings, grouped-query attention over a KV cache, SwiGLU feed-forward,
+// a tied or untied classifier. Batch 1.
+//
+// One forward serves both phases: compiled with tokens [1, s] it is the
+// prefill of an s-token prompt, with [1, 1] the one-token decode step. Both
+// executables share the weights and the KV cache, which is donated to every
+// call (updated in place). Each layer goes through the function cache, so
+// the traced module holds one layer function called n_layers times.
+//
+// Weight names (the visit() paths, also the llama2.c store's names):
+//   tok_embeddings [vocab, dim]            norm [dim]          output [vocab, dim]
+//   layers.{i}.attention_norm [dim]        layers.{i}.ffn_norm [dim]
+//   layers.{i}.attention.wq [dim, dim]     .wk / .wv [kv_dim, dim]   .wo [dim, dim]
+//   layers.{i}.feed_forward.w1 / .w3 [hidden, dim]   .w2 [dim, hidden]
+// Matrices are [out, in] (PyTorch's Linear layout): y = x · wᵀ.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "radix/core/status.h"
+#include "radix/io/weight_store.h"
+#include "radix/nn/rope.h"
+#include "radix/trace/tensor.h"
+
+namespace radix::models {
+
+struct LlamaConfig {
+  int64_t dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, vocab_size = 0;
+  int64_t seq_len = 0;      // the longest sequence (KV cache length)
+  double norm_eps = 1e-5;
+  double rope_theta = 10000.0;
+  nn::RopeLayout rope_layout = nn::RopeLayout::kInterleaved;  // llama2.c: consecutive pairs
+  bool tied_classifier = true;                                // output shares tok_embeddings' bytes
+  DType dtype = DType::kF32;                                  // weights and activations
+
+  int64_t head_dim() const { return dim / n_heads; }
+  int64_t kv_dim() const { return head_dim() * n_kv_heads; }
+  // Checks the sizes fit together (heads divide dim, kv heads divide heads, ...).
+  Status validate() const;
+  std::string to_string() const;  // "dim 64, hidden 172, 5 layers, 8 heads (4 kv), vocab 512, seq 512"
+};
+
+// The hyper-parameters a weight store describes (the model's "init"): the
+// llama2.c header, or a GGUF file's llama.* keys. kInvalidArgument naming
+// what is missing.
+Result<LlamaConfig> llama_config_from(const io::WeightStore& store);
+
+template <class T>
+struct LlamaLayer {
+  T attention_norm, wq, wk, wv, wo;
+  T ffn_norm, w1, w2, w3;
+  template <class V> void visit(V&& v) {
+    v("attention_norm", attention_norm);
+    v("attention.wq", wq);
+    v("attention.wk", wk);
+    v("attention.wv", wv);
+    v("attention.wo", wo);
+    v("ffn_norm", ffn_norm);
+    v("feed_forward.w1", w1);
+    v("feed_forward.w2", w2);
+    v("feed_forward.w3", w3);
+  }
+};
+
+template <class T>
+struct KvCache {
+  std::vector<T> k, v;  // per layer: [1, seq_len, n_kv_heads, head_dim]
+  template <class V> void visit(V&& vis) { vis("k", k); vis("v", v); }
+};
+
+template <class T>
+struct LlamaStep {
+  T logits;  // [1, vocab] f32, for the last token of the step
+  KvCache<T> cache;
+  template <class V> void visit(V&& v) { v("logits", logits); v("cache", cache); }
+};
+
+template <class T>
+struct Llama {
+  T tok_embeddings;
+  std::vector<LlamaLayer<T>> layers;
+  T norm, output;
+  LlamaConfig config;  // not a leaf: set before tracing
+
+  template <class V> void visit(V&& v) {
+    v("tok_embeddings", tok_embeddings);
+    v("layers", layers);
+    v("norm", norm);
+    v("output", output);
+  }
+  // tokens i32 [1, s], cache (donated), pos: i32 scalar, the position of
+  // tokens[0]. Writes the step's keys / values at [pos, pos + s) and returns
+  // the logits of the last token. Defined for T = Tensor.
+  LlamaStep<Tensor> forward(const Tensor& tokens, const KvCache<Tensor>& cache, const Tensor& pos) const;
+};
+
+template <>
+LlamaStep<Tensor> Llama<Tensor>::forward(const Tensor& tokens, const KvCache<Tensor>& cache, const Tensor& pos) const;
+
+// The weight shapes of a configuration.
+Llama<Shape> llama_shapes(const LlamaConfig& config);
+// The KV cache's shapes (seq_len positions).
+KvCache<Shape> kv_cache_shapes(const LlamaConfig& config);
+
+}  // namespace radix::models

@@ -1,0 +1,252 @@
+// The Llama model on stories260K (models/stories260K, a real trained
+// llama2.c checkpoint): greedy text from BOS, logits against an independent
+// plain-loop reference written from the model's definition, prefill vs
+// token-by-token decoding, weight-loading errors, and a safetensors
+// conversion that runs the same.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "radix/io/safetensors.h"
+#include "radix/models/llama/generator.h"
+#include "radix/tokenizer/tokenizer.h"
+#include "test_util.h"
+
+namespace radix {
+namespace {
+
+using testing::cpu;
+using testing::must;
+
+const std::string kModel = std::string(RADIX_SOURCE_DIR) + "/models/stories260K/stories260K.bin";
+const std::string kTok = std::string(RADIX_SOURCE_DIR) + "/models/stories260K/tok512.bin";
+
+// ---- An independent reference: llama2.c's forward in plain loops, reading
+// the checkpoint file itself (not through radix::io). ----
+struct Ref {
+  int dim, hidden, layers, heads, kv_heads, vocab, seq;
+  std::vector<float> w;
+  const float *emb, *rms_att, *wq, *wk, *wv, *wo, *rms_ffn, *w1, *w2, *w3, *rms_final;
+  std::vector<float> kc, vc;  // [layer][pos][kv_dim]
+
+  explicit Ref(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    int32_t h[7];
+    f.read(reinterpret_cast<char*>(h), sizeof h);
+    dim = h[0], hidden = h[1], layers = h[2], heads = h[3], kv_heads = h[4], vocab = std::abs(h[5]), seq = h[6];
+    w.assign(std::istreambuf_iterator<char>(f), {}), w.resize(0);
+    f.clear();
+    f.seekg(28);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(f)), {});
+    w.resize(bytes.size() / 4);
+    std::memcpy(w.data(), bytes.data(), w.size() * 4);
+    const int kv_dim = dim * kv_heads / heads;
+    const float* p = w.data();
+    auto take = [&](size_t n) { const float* q = p; p += n; return q; };
+    emb = take(size_t(vocab) * dim);
+    rms_att = take(size_t(layers) * dim);
+    wq = take(size_t(layers) * dim * dim);
+    wk = take(size_t(layers) * dim * kv_dim);
+    wv = take(size_t(layers) * dim * kv_dim);
+    wo = take(size_t(layers) * dim * dim);
+    rms_ffn = take(size_t(layers) * dim);
+    w1 = take(size_t(layers) * dim * hidden);
+    w2 = take(size_t(layers) * hidden * dim);
+    w3 = take(size_t(layers) * dim * hidden);
+    rms_final = take(dim);
+    kc.assign(size_t(layers) * seq * kv_dim, 0);
+    vc.assign(size_t(layers) * seq * kv_dim, 0);
+  }
+  static void rmsnorm(std::vector<double>& o, const std::vector<double>& x, const float* g) {
+    double ss = 0;
+    for (double v : x) ss += v * v;
+    ss = 1.0 / std::sqrt(ss / x.size() + 1e-5);
+    for (size_t i = 0; i < x.size(); ++i) o[i] = g[i] * (ss * x[i]);
+  }
+  // out[n] = W[n, m] x[m]
+  static std::vector<double> matvec(const float* W, const std::vector<double>& x, int n) {
+    std::vector<double> o(n);
+    for (int i = 0; i < n; ++i) {
+      double s = 0;
+      for (size_t j = 0; j < x.size(); ++j) s += double(W[size_t(i) * x.size() + j]) * x[j];
+      o[i] = s;
+    }
+    return o;
+  }
+  std::vector<double> forward(int token, int pos) {
+    const int hs = dim / heads, kv_dim = dim * kv_heads / heads, kv_mul = heads / kv_heads;
+    std::vector<double> x(emb + size_t(token) * dim, emb + size_t(token + 1) * dim), xb(dim);
+    for (int l = 0; l < layers; ++l) {
+      rmsnorm(xb, x, rms_att + size_t(l) * dim);
+      std::vector<double> q = matvec(wq + size_t(l) * dim * dim, xb, dim);
+      std::vector<double> k = matvec(wk + size_t(l) * dim * kv_dim, xb, kv_dim);
+      std::vector<double> v = matvec(wv + size_t(l) * dim * kv_dim, xb, kv_dim);
+      for (int i = 0; i < dim; i += 2) {  // RoPE on consecutive pairs within each head
+        const int hd = i % hs;
+        const double freq = 1.0 / std::pow(10000.0, hd / double(hs)), a = pos * freq;
+        const double c = std::cos(a), s = std::sin(a);
+        for (std::vector<double>* vec : {&q, &k}) {
+          if (vec == &k && i >= kv_dim) continue;
+          double v0 = (*vec)[i], v1 = (*vec)[i + 1];
+          (*vec)[i] = v0 * c - v1 * s;
+          (*vec)[i + 1] = v0 * s + v1 * c;
+        }
+      }
+      float* kl = kc.data() + size_t(l) * seq * kv_dim;
+      float* vl = vc.data() + size_t(l) * seq * kv_dim;
+      for (int i = 0; i < kv_dim; ++i) kl[size_t(pos) * kv_dim + i] = float(k[i]), vl[size_t(pos) * kv_dim + i] = float(v[i]);
+      std::vector<double> att_out(dim, 0);
+      for (int h = 0; h < heads; ++h) {
+        std::vector<double> att(pos + 1);
+        double mx = -1e300;
+        for (int t = 0; t <= pos; ++t) {
+          double s = 0;
+          for (int i = 0; i < hs; ++i) s += q[h * hs + i] * kl[size_t(t) * kv_dim + (h / kv_mul) * hs + i];
+          att[t] = s / std::sqrt(double(hs));
+          mx = std::max(mx, att[t]);
+        }
+        double sum = 0;
+        for (double& a : att) sum += (a = std::exp(a - mx));
+        for (int t = 0; t <= pos; ++t)
+          for (int i = 0; i < hs; ++i) att_out[h * hs + i] += att[t] / sum * vl[size_t(t) * kv_dim + (h / kv_mul) * hs + i];
+      }
+      std::vector<double> o = matvec(wo + size_t(l) * dim * dim, att_out, dim);
+      for (int i = 0; i < dim; ++i) x[i] += o[i];
+      rmsnorm(xb, x, rms_ffn + size_t(l) * dim);
+      std::vector<double> h1 = matvec(w1 + size_t(l) * dim * hidden, xb, hidden);
+      std::vector<double> h3 = matvec(w3 + size_t(l) * dim * hidden, xb, hidden);
+      for (int i = 0; i < hidden; ++i) h1[i] = h1[i] / (1 + std::exp(-h1[i])) * h3[i];
+      std::vector<double> d = matvec(w2 + size_t(l) * hidden * dim, h1, dim);
+      for (int i = 0; i < dim; ++i) x[i] += d[i];
+    }
+    rmsnorm(xb, x, rms_final);
+    return matvec(emb, xb, vocab);  // tied classifier
+  }
+};
+
+class Llama : public ::testing::Test {
+ protected:
+  // Each test runs in its own process: they share compiled steps through the
+  // executable cache (keyed by this build of libradix too).
+  static models::LlamaGenerator::Options options() {
+    models::LlamaGenerator::Options o;
+    o.compile.cache_dir = RADIX_TEST_CACHE_DIR;
+    return o;
+  }
+  static void SetUpTestSuite() {
+    store_ = std::move(must(io::open_weights(kModel))).release();
+    gen_ = std::move(must(models::LlamaGenerator::load(cpu(), *store_, options()))).release();
+  }
+  static io::WeightStore* store_;
+  static models::LlamaGenerator* gen_;
+};
+io::WeightStore* Llama::store_ = nullptr;
+models::LlamaGenerator* Llama::gen_ = nullptr;
+
+TEST_F(Llama, GreedyFromBosWritesTheKnownOpening) {
+  auto tk = must(tok::load_llama2c_tokenizer(kTok, 512));
+  models::GenerateOptions o;
+  o.temperature = 0;
+  o.steps = 40;
+  std::vector<int32_t> prompt = {tk->bos()};
+  std::string text;
+  int32_t prev = tk->bos();
+  models::GenerateStats st = must(gen_->generate(prompt, o, [&](int32_t t) {
+    text += tk->piece(prev, t);
+    prev = t;
+    return true;
+  }));
+  EXPECT_EQ(text.rfind("Once upon a time, there was a little girl named Lily. She loved to play outside in the park.",
+                       0), 0u)
+      << text;
+  EXPECT_EQ(st.prefill_tokens, 1);
+  EXPECT_EQ(st.decode_tokens, 39) << "40 positions: BOS + 39 decode steps (+ the last sample)";
+}
+
+TEST_F(Llama, LogitsMatchAPlainLoopReference) {
+  Ref ref(kModel);
+  ASSERT_TRUE(gen_->reset().ok());
+  // BOS, then the reference's own greedy choices, for 6 positions.
+  int token = 1;
+  for (int pos = 0; pos < 6; ++pos) {
+    std::vector<double> want = ref.forward(token, pos);
+    std::vector<float> got = must(gen_->forward(std::span<const int32_t>(&token, 1)));
+    ASSERT_EQ(got.size(), want.size());
+    double max_err = 0, max_abs = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      max_err = std::max(max_err, std::fabs(got[i] - want[i]));
+      max_abs = std::max(max_abs, std::fabs(want[i]));
+    }
+    // f32 (with polynomial exp) against f64 loops over 5 layers of width 64-172:
+    // 1e-4 of the largest logit.
+    EXPECT_LT(max_err, 1e-4 * max_abs) << "position " << pos << " (largest logit " << max_abs << ")";
+    token = static_cast<int>(std::max_element(want.begin(), want.end()) - want.begin());
+  }
+}
+
+TEST_F(Llama, PrefillThenDecodeEqualsTokenByToken) {
+  auto tk = must(tok::load_llama2c_tokenizer(kTok, 512));
+  std::vector<int32_t> prompt = tk->encode("Tom had a red kite and a big dog", true, false);
+  ASSERT_GT(prompt.size(), 5u);
+  ASSERT_TRUE(gen_->reset().ok());
+  std::vector<float> one_by_one;
+  for (int32_t t : prompt) one_by_one = must(gen_->forward(std::span<const int32_t>(&t, 1)));
+  const int32_t next = 42;
+  std::vector<float> after_a = must(gen_->forward(std::span<const int32_t>(&next, 1)));
+  ASSERT_TRUE(gen_->reset().ok());
+  std::vector<float> prefill = must(gen_->forward(prompt));
+  EXPECT_EQ(gen_->position(), static_cast<int64_t>(prompt.size()));
+  std::vector<float> after_b = must(gen_->forward(std::span<const int32_t>(&next, 1)));
+  // Same math in another order (a [s, s] attention block vs s single rows):
+  // f32 rounding only.
+  EXPECT_TRUE(testing::all_close(prefill, one_by_one, 1e-4, 1e-4));
+  EXPECT_TRUE(testing::all_close(after_b, after_a, 1e-4, 1e-4));
+}
+
+TEST_F(Llama, ContextOverflowAndBadTokensAreErrors) {
+  ASSERT_TRUE(gen_->reset().ok());
+  std::vector<int32_t> too_long(513, 5);
+  auto r = gen_->forward(too_long);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("512-position context"), std::string::npos) << r.status().message();
+  int32_t bad = 512;
+  auto b = gen_->forward(std::span<const int32_t>(&bad, 1));
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("token 512 is outside the vocabulary"), std::string::npos);
+}
+
+TEST_F(Llama, MissingAndMisShapedTensorsAreListedByName) {
+  io::BasicWeightStore partial(kModel, "llama2c");
+  partial.mutable_metadata() = store_->metadata();
+  for (const io::TensorInfo& t : store_->tensors()) {
+    if (t.name == "layers.3.attention.wk" || t.name == "norm") continue;
+    Shape s = t.name == "layers.1.feed_forward.w2" ? Shape(DType::kF32, {172, 64}) : t.shape;
+    ASSERT_TRUE(partial.add_view(t.name, s, must(store_->bytes(t.name))).ok());
+  }
+  auto g = models::LlamaGenerator::load(cpu(), partial, options());
+  ASSERT_FALSE(g.ok());
+  const std::string& m = g.status().message();
+  EXPECT_NE(m.find("3 problems"), std::string::npos) << m;
+  EXPECT_NE(m.find("missing tensor 'layers.3.attention.wk'"), std::string::npos) << m;
+  EXPECT_NE(m.find("missing tensor 'norm'"), std::string::npos) << m;
+  EXPECT_NE(m.find("'layers.1.feed_forward.w2': the model expects f32[64,172], the file has f32[172,64]"),
+            std::string::npos) << m;
+}
+
+TEST_F(Llama, ASafetensorsConversionRunsTheSame) {
+  const auto path = std::filesystem::temp_directory_path() / ("radix-llama-" + std::to_string(::getpid()) + ".safetensors");
+  ASSERT_TRUE(io::write_safetensors(path.string(), *store_).ok());
+  auto st = must(io::open_weights(path.string()));
+  EXPECT_EQ(st->format(), "safetensors");
+  auto g2 = must(models::LlamaGenerator::load(cpu(), *st, options()));
+  std::filesystem::remove(path);
+  ASSERT_TRUE(gen_->reset().ok());
+  std::vector<int32_t> toks = {1, 403, 407};
+  EXPECT_EQ(must(g2->forward(toks)), must(gen_->forward(toks)));
+}
+
+}  // namespace
+}  // namespace radix

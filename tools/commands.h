@@ -1,0 +1,13 @@
+// The `radix` CLI's commands beyond `example` (each in its own file).
+#pragma once
+
+namespace radix::cli {
+
+// radix generate --model PATH [...]: streams text from a Llama model.
+int run_generate(int argc, char** argv);
+extern const char* kGenerateUsage;
+// radix convert IN OUT.safetensors: writes any loaded weight store as safetensors.
+int run_convert(int argc, char** argv);
+extern const char* kConvertUsage;
+
+}  // namespace radix::cli

@@ -1,0 +1,188 @@
+// radix generate / radix convert.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "radix/io/safetensors.h"
+#include "radix/models/llama/generator.h"
+#include "radix/radix.h"
+#include "radix/tokenizer/tokenizer.h"
+#include "radix/tokenizer/utf8_stream.h"
+#include "tools/commands.h"
+
+namespace radix::cli {
+
+const char* kGenerateUsage =
+    "usage: radix generate --model PATH [options]\n"
+    "\n"
+    "Runs a Llama-architecture model and streams the text it writes, then prints one line of\n"
+    "timings: load, compile (and executable-cache result), prefill and decode tokens/s.\n"
+    "\n"
+    "  --model PATH        weights: a llama2.c checkpoint (.bin) or a safetensors file converted\n"
+    "                      from one (the format is picked from the file)\n"
+    "  --tokenizer PATH    llama2.c tokenizer (.bin) or SentencePiece model (.model); default:\n"
+    "                      tok512.bin, tokenizer.bin or tokenizer.model next to the model\n"
+    "  --prompt TEXT       text to continue (default: none, start from BOS)\n"
+    "  --steps N           positions to fill, prompt included, as llama2.c's -n (default 256)\n"
+    "  --temperature T     0 = greedy and deterministic (default 1.0)\n"
+    "  --top-p P           nucleus sampling, 1 = off (default 0.9)\n"
+    "  --top-k K           keep the K most likely tokens, 0 = off (default 0)\n"
+    "  --seed S            sampling seed (default: the current time)\n"
+    "  --cache-dir DIR     on-disk executable cache (a later run loads instead of compiling)\n"
+    "  --verbose           per-stage compile progress, weight loading\n";
+
+const char* kConvertUsage =
+    "usage: radix convert IN OUT.safetensors\n"
+    "\n"
+    "Reads any supported weight file (llama2.c, safetensors, GGUF) and writes its tensors and\n"
+    "metadata as one safetensors file.\n";
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+struct GenerateArgs {
+  std::string model, tokenizer, prompt;
+  models::GenerateOptions gen;
+  bool seed_given = false;
+  std::string cache_dir;
+  bool verbose = false;
+};
+
+bool parse(int argc, char** argv, GenerateArgs* a, std::string* err) {
+  for (int i = 0; i < argc; ++i) {
+    std::string f = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    auto need = [&](const char* what) {
+      if (!v) *err = f + " needs " + what;
+      return v != nullptr;
+    };
+    auto number = [&](double lo, double hi, double* out) {
+      if (!need("a number")) return false;
+      char* end = nullptr;
+      double x = std::strtod(v, &end);
+      if (*v == '\0' || *end != '\0' || !(x >= lo && x <= hi)) {
+        *err = f + " needs a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v + "'";
+        return false;
+      }
+      *out = x;
+      ++i;
+      return true;
+    };
+    double x = 0;
+    if (f == "--model") { if (!need("a path")) return false; a->model = v; ++i; }
+    else if (f == "--tokenizer") { if (!need("a path")) return false; a->tokenizer = v; ++i; }
+    else if (f == "--prompt") { if (!need("a text")) return false; a->prompt = v; ++i; }
+    else if (f == "--steps") { if (!number(1, 1e9, &x)) return false; a->gen.steps = static_cast<int64_t>(x); }
+    else if (f == "--temperature") { if (!number(0, 1e6, &x)) return false; a->gen.temperature = x; }
+    else if (f == "--top-p") { if (!number(1e-9, 1, &x)) return false; a->gen.top_p = x; }
+    else if (f == "--top-k") { if (!number(0, 1e9, &x)) return false; a->gen.top_k = static_cast<int64_t>(x); }
+    else if (f == "--seed") { if (!number(0, 1.8e19, &x)) return false; a->gen.seed = static_cast<uint64_t>(x); a->seed_given = true; }
+    else if (f == "--cache-dir") { if (!need("a folder")) return false; a->cache_dir = v; ++i; }
+    else if (f == "--verbose") a->verbose = true;
+    else { *err = "unknown option '" + f + "'"; return false; }
+  }
+  if (a->model.empty()) { *err = "--model PATH is required"; return false; }
+  return true;
+}
+
+std::string find_tokenizer(const std::string& model) {
+  std::filesystem::path dir = std::filesystem::path(model).parent_path();
+  for (const char* name : {"tok512.bin", "tokenizer.bin", "tokenizer.model"})
+    if (std::filesystem::exists(dir / name)) return (dir / name).string();
+  return "";
+}
+
+Result<std::unique_ptr<tok::Tokenizer>> open_tokenizer(const std::string& path, int64_t vocab) {
+  if (path.size() > 6 && path.substr(path.size() - 6) == ".model") return tok::load_sentencepiece(path);
+  return tok::load_llama2c_tokenizer(path, static_cast<int32_t>(vocab));
+}
+
+int fail(const char* cmd, const Status& s) {
+  std::fprintf(stderr, "radix %s: %s\n", cmd, s.to_string().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int run_generate(int argc, char** argv) {
+  for (int i = 0; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) return std::fputs(kGenerateUsage, stdout), 0;
+  GenerateArgs a;
+  std::string err;
+  if (!parse(argc, argv, &a, &err)) {
+    std::fprintf(stderr, "radix generate: %s\n(see 'radix generate --help')\n", err.c_str());
+    return 2;
+  }
+  if (!a.seed_given) a.gen.seed = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+
+  auto t0 = Clock::now();
+  auto store = io::open_weights(a.model);
+  if (!store.ok()) return fail("generate", store.status());
+  models::LlamaGenerator::Options opts;
+  opts.load.progress = a.verbose;
+  opts.compile.cache_dir = a.cache_dir;
+  opts.compile.diagnostics.verbose = a.verbose;
+  auto gen = models::LlamaGenerator::load(Platform::cpu(), **store, opts);
+  if (!gen.ok()) return fail("generate", gen.status());
+  const double load_ms = ms_since(t0) - (*gen)->compile_ms();
+
+  if (a.tokenizer.empty()) a.tokenizer = find_tokenizer(a.model);
+  if (a.tokenizer.empty())
+    return fail("generate", invalid_argument("no tokenizer next to " + a.model + " (tok512.bin, tokenizer.bin or "
+                                             "tokenizer.model): give --tokenizer PATH"));
+  auto tokenizer = open_tokenizer(a.tokenizer, (*gen)->config().vocab_size);
+  if (!tokenizer.ok()) return fail("generate", tokenizer.status());
+  const tok::Tokenizer& tk = **tokenizer;
+  std::vector<int32_t> prompt = tk.encode(a.prompt, /*bos=*/true, /*eos=*/false);
+  const int64_t n_prompt = std::min<int64_t>(static_cast<int64_t>(prompt.size()), a.gen.steps);
+  if (Status s = (*gen)->compile_step(n_prompt); !s.ok()) return fail("generate", s);  // before any output
+
+  // The prompt is printed as it was given; then each sampled token's piece,
+  // as valid UTF-8, as soon as it completes a character.
+  std::fputs(a.prompt.c_str(), stdout);
+  std::fflush(stdout);
+  tok::Utf8Stream utf8;
+  int32_t prev = prompt.back();
+  a.gen.stop_token = tk.bos();  // llama2.c: BOS delimits sequences
+  auto run = (*gen)->generate(prompt, a.gen, [&](int32_t t) {
+    std::string text = utf8.push(tk.piece(prev, t));
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+    prev = t;
+    return true;
+  });
+  std::fputs(utf8.finish().c_str(), stdout);
+  std::printf("\n");
+  std::fflush(stdout);  // the text, then the timings on stderr
+  if (!run.ok()) return fail("generate", run.status());
+  const models::GenerateStats& st = *run;
+  const double compile_ms = (*gen)->compile_ms();
+  std::fprintf(stderr, "load %.0f ms, compile %.0f ms (cache %s), prefill %lld tokens %.0f tok/s, decode %lld tokens %.0f tok/s\n",
+               load_ms, compile_ms, cache_result_name((*gen)->cache()), (long long)st.prefill_tokens,
+               st.prefill_tokens_per_s(), (long long)st.decode_tokens, st.decode_tokens_per_s());
+  return 0;
+}
+
+int run_convert(int argc, char** argv) {
+  for (int i = 0; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) return std::fputs(kConvertUsage, stdout), 0;
+  if (argc != 2) {
+    std::fprintf(stderr, "radix convert: needs IN and OUT.safetensors\n(see 'radix convert --help')\n");
+    return 2;
+  }
+  auto t0 = Clock::now();
+  auto store = io::open_weights(argv[0]);
+  if (!store.ok()) return fail("convert", store.status());
+  Status st = io::write_safetensors(argv[1], **store);
+  if (!st.ok()) return fail("convert", st);
+  std::printf("wrote %zu tensors (%.2f MiB) from %s (%s) to %s in %.0f ms\n", (*store)->tensors().size(),
+              double((*store)->total_bytes()) / (1 << 20), argv[0], (*store)->format().c_str(), argv[1], ms_since(t0));
+  return 0;
+}
+
+}  // namespace radix::cli
