@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <string>
 
+#include "radix/io/gguf.h"
 #include "radix/io/safetensors.h"
 #include "radix/models/llama/generator.h"
 #include "radix/radix.h"
+#include "radix/tokenizer/gguf_vocab.h"
 #include "radix/tokenizer/tokenizer.h"
 #include "radix/tokenizer/utf8_stream.h"
 #include "tools/commands.h"
@@ -21,10 +23,12 @@ const char* kGenerateUsage =
     "Runs a Llama-architecture model and streams the text it writes, then prints one line of\n"
     "timings: load, compile (and executable-cache result), prefill and decode tokens/s.\n"
     "\n"
-    "  --model PATH        weights: a llama2.c checkpoint (.bin) or a safetensors file converted\n"
-    "                      from one (the format is picked from the file)\n"
+    "  --model PATH        weights: a llama2.c checkpoint (.bin), a safetensors file converted\n"
+    "                      from one, or a GGUF file (llama; F32/F16/BF16/Q8_0/Q4_0); the format\n"
+    "                      is picked from the file\n"
     "  --tokenizer PATH    llama2.c tokenizer (.bin) or SentencePiece model (.model); default:\n"
-    "                      tok512.bin, tokenizer.bin or tokenizer.model next to the model\n"
+    "                      a GGUF file's own vocabulary, else tok512.bin, tokenizer.bin or\n"
+    "                      tokenizer.model next to the model\n"
     "  --prompt TEXT       text to continue (default: none, start from BOS)\n"
     "  --steps N           positions to fill, prompt included, as llama2.c's -n (default 256)\n"
     "  --temperature T     0 = greedy and deterministic (default 1.0)\n"
@@ -131,11 +135,21 @@ int run_generate(int argc, char** argv) {
   if (!gen.ok()) return fail("generate", gen.status());
   const double load_ms = ms_since(t0) - (*gen)->compile_ms();
 
-  if (a.tokenizer.empty()) a.tokenizer = find_tokenizer(a.model);
-  if (a.tokenizer.empty())
+  std::unique_ptr<tok::Tokenizer> embedded;  // a GGUF file carries its vocabulary
+  if (a.tokenizer.empty() && (*store)->format() == "gguf") {
+    auto gguf = io::open_gguf(a.model);
+    if (!gguf.ok()) return fail("generate", gguf.status());
+    auto t = tok::gguf_tokenizer(**gguf);
+    if (!t.ok()) return fail("generate", t.status());
+    embedded = std::move(t).value();
+  }
+  if (a.tokenizer.empty() && !embedded) a.tokenizer = find_tokenizer(a.model);
+  if (a.tokenizer.empty() && !embedded)
     return fail("generate", invalid_argument("no tokenizer next to " + a.model + " (tok512.bin, tokenizer.bin or "
                                              "tokenizer.model): give --tokenizer PATH"));
-  auto tokenizer = open_tokenizer(a.tokenizer, (*gen)->config().vocab_size);
+  Result<std::unique_ptr<tok::Tokenizer>> tokenizer =
+      embedded ? Result<std::unique_ptr<tok::Tokenizer>>(std::move(embedded))
+               : open_tokenizer(a.tokenizer, (*gen)->config().vocab_size);
   if (!tokenizer.ok()) return fail("generate", tokenizer.status());
   const tok::Tokenizer& tk = **tokenizer;
   std::vector<int32_t> prompt = tk.encode(a.prompt, /*bos=*/true, /*eos=*/false);

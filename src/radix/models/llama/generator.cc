@@ -20,7 +20,9 @@ Result<std::unique_ptr<LlamaGenerator>> LlamaGenerator::load(const Platform& pla
   g->options_ = options;
   RADIX_ASSIGN_OR_RETURN(g->config_, llama_config_from(store));
   Llama<Shape> shapes = llama_shapes(g->config_);
-  RADIX_ASSIGN_OR_RETURN(Llama<Buffer> w, load_weights(platform, shapes, store, options.load));
+  LoadOptions lo = options.load;
+  if (!lo.name_map) lo.name_map = llama_weight_names(store);
+  RADIX_ASSIGN_OR_RETURN(Llama<Buffer> w, load_weights(platform, shapes, store, lo));
   g->weights_ = std::make_shared<const Llama<Buffer>>(std::move(w));
   g->load_ms_ = ms_since(t0);
   RADIX_RETURN_IF_ERROR(g->reset());

@@ -1,6 +1,7 @@
 #include "radix/models/llama/llama.h"
 
 #include <cstdlib>
+#include <map>
 #include <tuple>
 
 #include "radix/api/call.h"
@@ -83,13 +84,53 @@ Result<LlamaConfig> llama_config_from(const io::WeightStore& store) {
     c.seq_len = meta_int(m, "llama2c.seq_len", &err);
     auto shared = m.find("llama2c.shared_classifier");
     c.tied_classifier = shared == m.end() || shared->second == "true";
+  } else if (auto arch = m.find("general.architecture"); arch != m.end() && arch->second == "llama") {
+    // GGUF (llama.cpp): consecutive-pair RoPE, as llama2.c.
+    c.dim = meta_int(m, "llama.embedding_length", &err);
+    c.hidden_dim = meta_int(m, "llama.feed_forward_length", &err);
+    c.n_layers = meta_int(m, "llama.block_count", &err);
+    c.n_heads = meta_int(m, "llama.attention.head_count", &err);
+    c.n_kv_heads = m.count("llama.attention.head_count_kv") ? meta_int(m, "llama.attention.head_count_kv", &err)
+                                                           : c.n_heads;
+    c.seq_len = meta_int(m, "llama.context_length", &err);
+    if (auto e = m.find("llama.attention.layer_norm_rms_epsilon"); e != m.end()) c.norm_eps = std::strtod(e->second.c_str(), nullptr);
+    if (auto t = m.find("llama.rope.freq_base"); t != m.end()) c.rope_theta = std::strtod(t->second.c_str(), nullptr);
+    const io::TensorInfo* emb = store.find("token_embd.weight");
+    if (!emb || emb->shape.rank() != 2) return invalid_argument("weights " + store.path() + ": no 2-D token_embd.weight");
+    c.vocab_size = emb->shape.dim(0);
+    c.tied_classifier = store.find("output.weight") == nullptr;
   } else {
     return invalid_argument("weights " + store.path() + " (" + store.format() +
-                            "): no Llama hyper-parameters found (expected llama2c.* metadata)");
+                            "): no Llama hyper-parameters found (expected llama2c.* metadata or a GGUF "
+                            "general.architecture = llama)");
   }
   if (!err.ok()) return invalid_argument("weights " + store.path() + ": " + err.message());
   RADIX_RETURN_IF_ERROR(c.validate());
   return c;
+}
+
+std::function<std::string(const std::string&)> llama_weight_names(const io::WeightStore& store) {
+  if (store.metadata().count("llama2c.dim") || !store.find("token_embd.weight"))
+    return [](const std::string& path) { return path; };
+  const bool tied = store.find("output.weight") == nullptr;
+  return [tied](const std::string& path) -> std::string {
+    static const std::map<std::string, std::string> top = {
+        {"tok_embeddings", "token_embd.weight"}, {"norm", "output_norm.weight"}, {"output", "output.weight"}};
+    static const std::map<std::string, std::string> layer = {
+        {"attention_norm", "attn_norm"}, {"attention.wq", "attn_q"},        {"attention.wk", "attn_k"},
+        {"attention.wv", "attn_v"},      {"attention.wo", "attn_output"},   {"ffn_norm", "ffn_norm"},
+        {"feed_forward.w1", "ffn_gate"}, {"feed_forward.w2", "ffn_down"},   {"feed_forward.w3", "ffn_up"}};
+    if (path == "output" && tied) return "token_embd.weight";
+    if (auto it = top.find(path); it != top.end()) return it->second;
+    // "layers.<i>.<rest>" -> "blk.<i>.<gguf name>.weight"
+    if (path.rfind("layers.", 0) == 0) {
+      size_t dot = path.find('.', 7);
+      if (dot != std::string::npos)
+        if (auto it = layer.find(path.substr(dot + 1)); it != layer.end())
+          return "blk." + path.substr(7, dot - 7) + "." + it->second + ".weight";
+    }
+    return path;
+  };
 }
 
 Llama<Shape> llama_shapes(const LlamaConfig& c) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,9 +45,15 @@ struct LlamaConfig {
 };
 
 // The hyper-parameters a weight store describes (the model's "init"): the
-// llama2.c header, or a GGUF file's llama.* keys. kInvalidArgument naming
-// what is missing.
+// llama2.c header (llama2c.* metadata, kept by radix convert), or a GGUF
+// file's llama.* keys. kInvalidArgument naming what is missing.
 Result<LlamaConfig> llama_config_from(const io::WeightStore& store);
+
+// The store name of a model path: the identity for llama2.c / converted
+// stores, llama.cpp's names for GGUF ("layers.3.attention.wq" ->
+// "blk.3.attn_q.weight", "tok_embeddings" -> "token_embd.weight", a tied
+// "output" -> "token_embd.weight").
+std::function<std::string(const std::string&)> llama_weight_names(const io::WeightStore& store);
 
 template <class T>
 struct LlamaLayer {
