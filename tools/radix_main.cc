@@ -225,6 +225,8 @@ int main(int argc, char** argv) {
   if (cmd == "generate") return radix::cli::run_generate(argc - 2, argv + 2);
   if (cmd == "convert") return radix::cli::run_convert(argc - 2, argv + 2);
   if (cmd == "example") {
+    for (int i = 2; i < argc; ++i)
+      if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) return std::fputs(kUsage, stdout), 0;
     ExampleArgs a;
     std::string err;
     if (!parse_example(argc - 2, argv + 2, &a, &err)) {

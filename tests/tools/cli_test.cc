@@ -203,6 +203,12 @@ TEST(CliGenerate, HelpAndBadInput) {
   for (const char* flag : {"--model", "--tokenizer", "--prompt", "--steps", "--temperature", "--top-p", "--top-k",
                            "--seed", "--cache-dir", "--verbose"})
     EXPECT_NE(h.out.find(flag), std::string::npos) << flag;
+  CliRun ex = run("example --help");
+  EXPECT_EQ(ex.code, 0);
+  EXPECT_NE(ex.out.find("--cache-dir"), std::string::npos);
+  CliRun cv = run("convert --help");
+  EXPECT_EQ(cv.code, 0);
+  EXPECT_NE(cv.out.find("OUT.safetensors"), std::string::npos);
   CliRun top = run("--help");
   EXPECT_NE(top.out.find("generate"), std::string::npos);
   EXPECT_NE(top.out.find("convert"), std::string::npos);
