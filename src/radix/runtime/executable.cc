@@ -2,12 +2,15 @@
 
 #include <cstdio>
 
+#include "llvm/ADT/SmallVector.h"
+
 #include "radix/runtime/profiler.h"
 
 namespace radix {
 
 Executable::Executable(std::shared_ptr<Backend> backend, std::unique_ptr<BackendExecutable> exe, Signature signature)
-    : backend_(std::move(backend)), exe_(std::move(exe)), sig_(std::move(signature)) {}
+    : backend_(std::move(backend)), exe_(std::move(exe)), sig_(std::move(signature)),
+      span_name_("execute " + sig_.to_string()) {}
 Executable::Executable(Executable&&) noexcept = default;
 Executable& Executable::operator=(Executable&&) noexcept = default;
 Executable::~Executable() = default;
@@ -60,8 +63,9 @@ Result<std::vector<Buffer>> Executable::call(std::span<const Buffer* const> inpu
                                 ") is moved into the call and also passed as argument " + std::to_string(j));
   }
 
-  std::vector<const Buffer*> in = {inputs.begin(), inputs.end()};
-  std::vector<void*> in_ptrs, out_ptrs;
+  // On the stack for the usual argument counts: no allocation per call.
+  llvm::SmallVector<const Buffer*, 64> in(inputs.begin(), inputs.end());
+  llvm::SmallVector<void*, 64> in_ptrs, out_ptrs;
   std::vector<Buffer> outs;
   outs.reserve(sig_.outputs.size());
   for (size_t o = 0; o < sig_.outputs.size(); ++o) {
@@ -83,7 +87,7 @@ Result<std::vector<Buffer>> Executable::call(std::span<const Buffer* const> inpu
   for (const Buffer* b : in) in_ptrs.push_back(b->device_ptr());
   for (const Buffer& b : outs) out_ptrs.push_back(b.device_ptr());
   {
-    Profiler::Span span("execute " + sig_.to_string(), "execute");
+    Profiler::Span span(span_name_, "execute");
     RADIX_RETURN_IF_ERROR(exe_->execute(in_ptrs, out_ptrs));
   }
   // Moved-in Buffers not donated to a result are the caller's no more.

@@ -68,6 +68,7 @@ class Executable {
   std::shared_ptr<Backend> backend_;
   std::unique_ptr<BackendExecutable> exe_;
   Signature sig_;
+  std::string span_name_;  // "execute <signature>", built once
 };
 
 }  // namespace radix

@@ -89,10 +89,10 @@ Status Profiler::stop() {
   return Status();
 }
 
-Profiler::Span::Span(std::string name, const char* category)
+Profiler::Span::Span(std::string_view name, const char* category)
     : active_(Profiler::enabled()), category_(category) {
   if (!active_) return;
-  name_ = std::move(name);
+  name_ = std::string(name);
   t0_ = std::chrono::steady_clock::now();
 }
 

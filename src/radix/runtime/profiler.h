@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "radix/core/status.h"
 
@@ -33,7 +34,9 @@ class Profiler {
   // `category` ("trace", "compile", "execute", ...) when profiling is on.
   class Span {
    public:
-    Span(std::string name, const char* category);
+    // The name is copied only when profiling is on; a caller whose name is
+    // costly to build should build it once (see Executable).
+    Span(std::string_view name, const char* category);
     ~Span();
     Span(const Span&) = delete;
     Span& operator=(const Span&) = delete;

@@ -15,6 +15,7 @@
 
 #include <sys/mman.h>
 
+#include "llvm/ADT/SmallVector.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -82,27 +83,34 @@ const mlir::DialectRegistry& cpu_registry() {
 }
 
 // Memref descriptors for the C interface: {allocated, aligned, offset,
-// sizes[rank], strides[rank]}, all 8-byte fields.
-struct Descriptor {
-  std::vector<int64_t> words;
-  void* ptr() { return words.data(); }
-};
+// sizes[rank], strides[rank]}, all 8-byte fields. The sizes and strides of a
+// signature never change, so they are laid out once; a call copies that
+// layout to the stack and fills in the pointers.
+struct DescriptorLayout {
+  std::vector<int64_t> words;     // every descriptor, back to back
+  std::vector<size_t> offsets;    // where each starts
+  std::vector<int> slot;          // >= 0: input index; < 0: output -(index + 1)
 
-Descriptor make_descriptor(void* data, const Shape& s) {
-  Descriptor d;
-  d.words.resize(3 + 2 * static_cast<size_t>(s.rank()));
-  auto p = reinterpret_cast<int64_t>(data);
-  d.words[0] = p;
-  d.words[1] = p;
-  d.words[2] = 0;
-  int64_t stride = 1;
-  for (int i = s.rank() - 1; i >= 0; --i) {
-    d.words[3 + static_cast<size_t>(i)] = s.dim(i);
-    d.words[3 + static_cast<size_t>(s.rank() + i)] = stride;
-    stride *= s.dim(i);
+  void add(const Shape& s, int slot_id) {
+    offsets.push_back(words.size());
+    slot.push_back(slot_id);
+    const size_t at = words.size();
+    words.resize(at + 3 + 2 * static_cast<size_t>(s.rank()), 0);
+    int64_t stride = 1;
+    for (int i = s.rank() - 1; i >= 0; --i) {
+      words[at + 3 + static_cast<size_t>(i)] = s.dim(i);
+      words[at + 3 + static_cast<size_t>(s.rank() + i)] = stride;
+      stride *= s.dim(i);
+    }
   }
-  return d;
-}
+  explicit DescriptorLayout(const Signature& sig) {
+    for (size_t i = 0; i < sig.inputs.size(); ++i) add(sig.inputs[i], static_cast<int>(i));
+    // A donated output is its input's memory, already passed: @main has no
+    // destination argument for it (see radix-results-to-destinations).
+    for (size_t o = 0; o < sig.outputs.size(); ++o)
+      if (sig.output_donations[o] < 0) add(sig.outputs[o], -static_cast<int>(o) - 1);
+  }
+};
 
 // A compiled program: its native object (kept for the executable cache) and
 // that object loaded into the JIT.
@@ -110,25 +118,26 @@ class CpuExecutable : public BackendExecutable {
  public:
   CpuExecutable(std::string object, std::unique_ptr<LoadedObject> loaded, void (*entry)(void**), Signature sig,
                 CompileStats compile_stats)
-      : object_(std::move(object)), loaded_(std::move(loaded)), entry_(entry), sig_(std::move(sig)) {
+      : object_(std::move(object)), loaded_(std::move(loaded)), entry_(entry), layout_(sig) {
     stats = compile_stats;
   }
 
   Status execute(std::span<void* const> inputs, std::span<void* const> outputs) override {
-    std::vector<Descriptor> descs;
-    descs.reserve(inputs.size() + outputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) descs.push_back(make_descriptor(inputs[i], sig_.inputs[i]));
-    // A donated output is its input's memory, already passed: @main has no
-    // destination argument for it (see radix-results-to-destinations).
-    for (size_t i = 0; i < outputs.size(); ++i)
-      if (sig_.output_donations[i] < 0) descs.push_back(make_descriptor(outputs[i], sig_.outputs[i]));
-    // Packed calling convention: args[i] points at the i-th argument of
-    // _mlir_ciface_main, itself a pointer to a descriptor.
-    const size_t n = descs.size();
-    std::vector<void*> desc_ptrs(n), args(n);
-    for (size_t i = 0; i < n; ++i) {
-      desc_ptrs[i] = descs[i].ptr();
-      args[i] = &desc_ptrs[i];
+    // On the stack for the usual sizes (re-entrant, no allocation).
+    const size_t n = layout_.offsets.size();
+    llvm::SmallVector<int64_t, 1024> words(layout_.words.begin(), layout_.words.end());
+    llvm::SmallVector<void*, 128> desc_ptrs(n), args(n);
+    for (size_t d = 0; d < n; ++d) {
+      const int slot = layout_.slot[d];
+      auto p = reinterpret_cast<int64_t>(slot >= 0 ? inputs[static_cast<size_t>(slot)]
+                                                   : outputs[static_cast<size_t>(-slot - 1)]);
+      int64_t* w = words.data() + layout_.offsets[d];
+      w[0] = p;  // allocated
+      w[1] = p;  // aligned
+      // Packed calling convention: args[d] points at the d-th argument of
+      // _mlir_ciface_main, itself a pointer to a descriptor.
+      desc_ptrs[d] = w;
+      args[d] = &desc_ptrs[d];
     }
     entry_(args.data());
     return Status();
@@ -139,7 +148,7 @@ class CpuExecutable : public BackendExecutable {
   std::string object_;
   std::unique_ptr<LoadedObject> loaded_;
   void (*entry_)(void**);
-  Signature sig_;
+  DescriptorLayout layout_;
 };
 
 // Loads a native object with every registered host symbol and finds @main.
