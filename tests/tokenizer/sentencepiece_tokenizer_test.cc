@@ -121,3 +121,18 @@ TEST_F(SentencePieceTest, BadFilesAreErrors) {
 
 }  // namespace
 }  // namespace radix::tok
+
+namespace radix::tok {
+namespace {
+
+// Found by fuzz/sentencepiece_fuzzer: a model with a zero-length piece makes
+// libsentencepiece throw from its trie builder; loading it is an error.
+TEST(SentencePieceRegress, ZeroLengthPieceIsAnErrorNotATerminate) {
+  const std::string path = std::string(RADIX_SOURCE_DIR) + "/fuzz/corpus/sentencepiece/regress_zero_length_piece.model";
+  auto t = load_sentencepiece(path);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find(path), std::string::npos) << t.status().message();
+}
+
+}  // namespace
+}  // namespace radix::tok

@@ -29,9 +29,16 @@ Result<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::load(
   if (!std::ifstream(path, std::ios::binary))
     return Status(ErrorCode::kIoError, "cannot open SentencePiece model file '" + path + "'");
   std::unique_ptr<SentencePieceTokenizer> t(new SentencePieceTokenizer());
-  const auto st = t->sp_->Load(path);
-  if (!st.ok())
-    return invalid_argument("SentencePiece model file '" + path + "': " + st.ToString());
+  // libsentencepiece reports most bad models as a status, but some (a
+  // zero-length piece, found by fuzz/sentencepiece_fuzzer) throw from its
+  // trie builder: both are errors naming the file, never a terminate.
+  try {
+    const auto st = t->sp_->Load(path);
+    if (!st.ok())
+      return invalid_argument("SentencePiece model file '" + path + "': " + st.ToString());
+  } catch (const std::exception& e) {
+    return invalid_argument("SentencePiece model file '" + path + "': " + e.what());
+  }
   t->vocab_size_ = t->sp_->GetPieceSize();
   t->bos_ = t->sp_->bos_id();
   t->eos_ = t->sp_->eos_id();
