@@ -107,10 +107,13 @@ void remove_work_dir() {
 
 const std::string& work_dir() {
   if (g_dir == nullptr) {
+    // RADIX_FUZZ_TMPDIR (scripts/fuzz.sh sets it, and removes it even after a
+    // crash, which skips atexit), else /dev/shm, else $TMPDIR, else /tmp.
     std::string base = "/tmp";
     if (const char* t = std::getenv("TMPDIR"); t != nullptr && *t != '\0') base = t;
     struct stat st {};
     if (::stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && ::access("/dev/shm", W_OK) == 0) base = "/dev/shm";
+    if (const char* t = std::getenv("RADIX_FUZZ_TMPDIR"); t != nullptr && *t != '\0') base = t;
     std::string tmpl = base + "/radix-fuzz-XXXXXX";
     std::vector<char> buf(tmpl.begin(), tmpl.end());
     buf.push_back('\0');

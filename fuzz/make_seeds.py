@@ -249,9 +249,10 @@ def make_sentencepiece():
           sp_model(specials + byte_pieces + bpe[3:], 2, byte_fallback=True))
     odd = specials + [("<sep>", 0.0, CONTROL), ("[U]", 0.0, USER_DEFINED)] + uni[3:]
     write("sentencepiece", "unigram_no_prefix_user.model", sp_model(odd, 1, add_dummy_prefix=False))
-    # Regression: a piece holding a NUL byte makes libsentencepiece's trie builder
+    # Regression (tests/tokenizer/sentencepiece_tokenizer_test.cc reads it too):
+    # a piece holding a NUL byte makes libsentencepiece's trie builder
     # throw (Darts "zero-length key"); load_sentencepiece must return an error.
-    write("sentencepiece", "regress_nul_piece.model", sp_model(specials + [("\0", -1.0, NORMAL)] + uni[3:], 1))
+    write("sentencepiece", "regress_zero_length_piece.model", sp_model(specials + [("\0", -1.0, NORMAL)] + uni[3:], 1))
 
 
 if __name__ == "__main__":

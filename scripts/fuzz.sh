@@ -53,6 +53,8 @@ if [[ -z "${ASAN_SYMBOLIZER_PATH:-}" ]]; then
 fi
 
 failed=()
+RADIX_FUZZ_TMPDIR=
+trap 'if [[ -n "$RADIX_FUZZ_TMPDIR" ]]; then rm -rf "$RADIX_FUZZ_TMPDIR"; fi' EXIT
 for t in "${TARGETS[@]}"; do
   bin="$BUILD/${t}_fuzzer"
   if [[ ! -x "$bin" || ! -d "fuzz/corpus/$t" ]]; then
@@ -63,12 +65,18 @@ for t in "${TARGETS[@]}"; do
   rm -rf "$run"
   mkdir -p "$run/corpus"
   cp fuzz/corpus/"$t"/* "$run/corpus/"
+  # The fuzzer's input files go to a folder removed afterwards, crash or not.
+  shm=/dev/shm
+  [[ -d $shm && -w $shm ]] || shm=${TMPDIR:-/tmp}
+  export RADIX_FUZZ_TMPDIR
+  RADIX_FUZZ_TMPDIR=$(mktemp -d "$shm/radix-fuzz-$t.XXXXXX")
   t0=$SECONDS
   rc=0
   # -timeout: one input taking this long is a hang; -rss_limit_mb: a loader
   # must not allocate far more than its input justifies.
   "$bin" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
     -artifact_prefix="$run/" "$run/corpus" >"$run/log" 2>&1 || rc=$?
+  rm -rf "$RADIX_FUZZ_TMPDIR"
   execs=$(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$run/log" | grep -o '[0-9]*$' || echo "?")
   cov=$(grep -o 'cov: [0-9]*' "$run/log" | tail -1 || true)
   if [[ $rc -ne 0 ]]; then
