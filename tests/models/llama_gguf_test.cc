@@ -14,6 +14,7 @@
 #include "radix/io/gguf.h"
 #include "radix/models/llama/generator.h"
 #include "radix/tokenizer/gguf_vocab.h"
+#include "models/stories.h"
 #include "test_util.h"
 
 namespace radix {
@@ -22,9 +23,9 @@ namespace {
 namespace gw = io::testing;
 using testing::cpu;
 using testing::must;
+using testing::kModel;
+using testing::kTok;
 
-const std::string kModel = std::string(RADIX_SOURCE_DIR) + "/models/stories260K/stories260K.bin";
-const std::string kTok = std::string(RADIX_SOURCE_DIR) + "/models/stories260K/tok512.bin";
 
 // Q8_0 from the format's definition: blocks of 32, d = max|x| / 127 (as
 // f16), q = round(x / d).
@@ -122,11 +123,7 @@ class LlamaGguf : public ::testing::Test {
   void TearDown() override {
     for (const auto& p : paths_) std::filesystem::remove(p);
   }
-  static models::LlamaGenerator::Options options() {
-    models::LlamaGenerator::Options o;
-    o.compile.cache_dir = RADIX_TEST_CACHE_DIR;
-    return o;
-  }
+  static models::LlamaGenerator::Options options() { return testing::stories_options(); }
   std::unique_ptr<io::WeightStore> llama2c_;
   std::unique_ptr<tok::Tokenizer> tk_;
   std::vector<std::filesystem::path> paths_;

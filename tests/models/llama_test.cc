@@ -13,6 +13,7 @@
 #include "radix/io/safetensors.h"
 #include "radix/models/llama/generator.h"
 #include "radix/tokenizer/tokenizer.h"
+#include "models/stories.h"
 #include "test_util.h"
 
 namespace radix {
@@ -20,9 +21,9 @@ namespace {
 
 using testing::cpu;
 using testing::must;
+using testing::kModel;
+using testing::kTok;
 
-const std::string kModel = std::string(RADIX_SOURCE_DIR) + "/models/stories260K/stories260K.bin";
-const std::string kTok = std::string(RADIX_SOURCE_DIR) + "/models/stories260K/tok512.bin";
 
 // ---- An independent reference: llama2.c's forward in plain loops, reading
 // the checkpoint file itself (not through radix::io). ----
@@ -37,9 +38,6 @@ struct Ref {
     int32_t h[7];
     f.read(reinterpret_cast<char*>(h), sizeof h);
     dim = h[0], hidden = h[1], layers = h[2], heads = h[3], kv_heads = h[4], vocab = std::abs(h[5]), seq = h[6];
-    w.assign(std::istreambuf_iterator<char>(f), {}), w.resize(0);
-    f.clear();
-    f.seekg(28);
     std::vector<char> bytes((std::istreambuf_iterator<char>(f)), {});
     w.resize(bytes.size() / 4);
     std::memcpy(w.data(), bytes.data(), w.size() * 4);
@@ -129,13 +127,7 @@ struct Ref {
 
 class Llama : public ::testing::Test {
  protected:
-  // Each test runs in its own process: they share compiled steps through the
-  // executable cache (keyed by this build of libradix too).
-  static models::LlamaGenerator::Options options() {
-    models::LlamaGenerator::Options o;
-    o.compile.cache_dir = RADIX_TEST_CACHE_DIR;
-    return o;
-  }
+  static models::LlamaGenerator::Options options() { return testing::stories_options(); }
   static void SetUpTestSuite() {
     store_ = std::move(must(io::open_weights(kModel))).release();
     gen_ = std::move(must(models::LlamaGenerator::load(cpu(), *store_, options()))).release();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -182,11 +183,22 @@ struct ErrorLog {
 }  // namespace
 
 Result<std::string> resolve_target_cpu(const std::string& target_cpu) {
+  // Every compile asks (to check options and to key the cache); a CPU name
+  // resolves the same way for the life of the process, so make the target
+  // machine once per name.
+  static std::mutex mu;
+  static std::map<std::string, Result<std::string>> resolved;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = resolved.find(target_cpu); it != resolved.end()) return it->second;
   init_llvm_targets();
   ObjectCodegenOptions o;
   o.target_cpu = target_cpu;
-  RADIX_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, make_target_machine(o));
-  return tm->getTargetCPU().str() + " " + tm->getTargetFeatureString().str();
+  auto tm = make_target_machine(o);
+  Result<std::string> r = tm.ok() ? Result<std::string>((*tm)->getTargetCPU().str() + " " +
+                                                        (*tm)->getTargetFeatureString().str())
+                                  : Result<std::string>(tm.status());
+  resolved.emplace(target_cpu, r);
+  return r;
 }
 
 Result<std::string> emit_object(mlir::ModuleOp module, const ObjectCodegenOptions& options) {
