@@ -7,7 +7,7 @@ set -euo pipefail
 # releases, so pinning one (e.g. 22.1.8) would break on the next update.
 PKGS=(
   cmake ninja-build g++ pkg-config
-  libmlir-22-dev mlir-22-tools llvm-22-dev
+  libmlir-22-dev mlir-22-tools llvm-22-dev libomp-22-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libdnnl-dev
   libxxhash-dev nlohmann-json3-dev libsentencepiece-dev

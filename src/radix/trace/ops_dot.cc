@@ -1,6 +1,7 @@
 // Contractions. Every dot_general becomes transposes + reshapes around one
-// named linalg.matmul or linalg.batch_matmul, which the CPU backend's
-// schedule tiles and vectorizes.
+// named linalg.matmul or linalg.batch_matmul (with B read as [n, k] through
+// its indexing map when the rhs is already laid out that way), which the CPU
+// backend's schedule tiles and vectorizes.
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "radix/trace/emit_util.h"
@@ -104,7 +105,14 @@ Tensor dot_general_as(const char* op, const Tensor& lhs, const Tensor& rhs, cons
     return axes;
   };
   Tensor L = transpose(lhs, concat({&lb, &lf, &lc}));
-  Tensor R = transpose(rhs, concat({&rb, &rc, &rf}));
+  // A rhs already laid out [batch, free, contract] — the usual weight layout
+  // w[out, in] of x · wᵀ, and k[t, d] of q · kᵀ — is read in place through
+  // the op's indexing map (B(n, k)) instead of being transposed in memory on
+  // every call: for a decode step that copy would cost more than the product.
+  const Axes rhs_nk = concat({&rb, &rf, &rc});
+  bool rhs_transposed = !rf.empty() && !rc.empty();
+  for (int i = 0; i < rhs.rank() && rhs_transposed; ++i) rhs_transposed = rhs_nk[static_cast<size_t>(i)].index() == i;
+  Tensor R = rhs_transposed ? rhs : transpose(rhs, concat({&rb, &rc, &rf}));
   // 16-bit floats multiply and accumulate in f32 (rounded once at the end),
   // as XLA and cuBLAS do: summing K products in f16 loses most of the bits.
   const DType acc_dtype = is_half_float(lhs.dtype()) ? DType::kF32 : lhs.dtype();
@@ -112,7 +120,10 @@ Tensor dot_general_as(const char* op, const Tensor& lhs, const Tensor& rhs, cons
   R = convert(R, acc_dtype);
   const bool batched = nb > 0;
   L = batched ? reshape(L, {B, M, K}) : reshape(L, {M, K});
-  R = batched ? reshape(R, {B, K, N}) : reshape(R, {K, N});
+  if (rhs_transposed)
+    R = batched ? reshape(R, {B, N, K}) : reshape(R, {N, K});
+  else
+    R = batched ? reshape(R, {B, K, N}) : reshape(R, {K, N});
   Shape mm_shape = batched ? Shape(acc_dtype, {B, M, N}) : Shape(acc_dtype, {M, N});
 
   mlir::OpBuilder& b = ctx.builder();
@@ -123,9 +134,24 @@ Tensor dot_general_as(const char* op, const Tensor& lhs, const Tensor& rhs, cons
                   .getResult(0);
   auto mm_t = tensor_type(mctx, mm_shape);
   llvm::SmallVector<Value, 2> ins = {value_of(L), value_of(R)};  // ValueRange must not view a temporary
-  Value prod = batched ? mlir::linalg::BatchMatmulOp::create(b, l, mlir::TypeRange{mm_t}, ins, mlir::ValueRange{acc})
+  // Transposed rhs: the named op with explicit maps, (b,) m, n, k -> A(b, m, k), B(b, n, k), C(b, m, n).
+  llvm::SmallVector<mlir::NamedAttribute, 1> attrs;
+  if (rhs_transposed) {
+    const unsigned nd = batched ? 4 : 3;
+    auto d = [&](unsigned i) { return mlir::getAffineDimExpr(i, mctx); };
+    const unsigned o = batched ? 1 : 0;  // m, n, k are dims o, o + 1, o + 2
+    auto map = [&](std::initializer_list<unsigned> dims) {
+      llvm::SmallVector<mlir::AffineExpr, 3> exprs;
+      if (batched) exprs.push_back(d(0));
+      for (unsigned i : dims) exprs.push_back(d(o + i));
+      return mlir::AffineMapAttr::get(mlir::AffineMap::get(nd, 0, exprs, mctx));
+    };
+    attrs.push_back(b.getNamedAttr("indexing_maps", b.getArrayAttr({map({0, 2}), map({1, 2}), map({0, 1})})));
+  }
+  Value prod = batched ? mlir::linalg::BatchMatmulOp::create(b, l, mlir::TypeRange{mm_t}, ins, mlir::ValueRange{acc},
+                                                             attrs)
                              .getResult(0)
-                       : mlir::linalg::MatmulOp::create(b, l, mlir::TypeRange{mm_t}, ins, mlir::ValueRange{acc})
+                       : mlir::linalg::MatmulOp::create(b, l, mlir::TypeRange{mm_t}, ins, mlir::ValueRange{acc}, attrs)
                              .getResult(0);
   return reshape(convert(wrap(ctx, prod, mm_shape), lhs.dtype()), out.dims(), out.tags());
 }

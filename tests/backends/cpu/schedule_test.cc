@@ -126,6 +126,51 @@ TEST(Schedule, BatchedContractionOnEveryIsa) {
   }
 }
 
+// x · wᵀ with w stored [out, in] (the weight layout of Llama and most
+// checkpoints): read in place through the matmul's B(n, k) map — no transpose
+// in the traced IR — as dot products along K (or the packed schedule when
+// large), on every ISA, 1 and 2 threads, at sizes no tile divides.
+TEST(Schedule, WeightsStoredOutInOnEveryIsa) {
+  struct Mnk { int64_t m, n, k; };
+  for (Mnk s : {Mnk{1, 33, 17}, Mnk{1, 64, 64}, Mnk{3, 5, 7}, Mnk{7, 12, 40}, Mnk{1, 1, 96}, Mnk{4, 256, 128},
+                Mnk{128, 512, 256}}) {
+    Shape xs(DType::kF32, {s.m, s.k}), ws(DType::kF32, {s.n, s.k});
+    std::vector<float> x = testing::random_vec<float>(size_t(s.m * s.k), -1, 1, 41);
+    std::vector<float> w = testing::random_vec<float>(size_t(s.n * s.k), -1, 1, 42);
+    std::vector<float> want(size_t(s.m * s.n));
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < s.k; ++k) acc += double(x[size_t(i * s.k + k)]) * w[size_t(j * s.k + k)];
+        want[size_t(i * s.n + j)] = static_cast<float>(acc);
+      }
+    const std::string shape = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+    for (const IsaCase& c : kIsas)
+      for (int threads : {1, 2}) {
+        fs::path dir = fs::temp_directory_path() / ("radix-wt-" + std::to_string(::getpid()) + "-" + c.name);
+        fs::remove_all(dir);
+        CompileFnOptions o;
+        o.compile.codegen.cpu.schedule_isa = c.isa;
+        o.compile.codegen.cpu.threads = threads;
+        o.compile.diagnostics.dump = {"traced", "schedule-script", "schedule"};
+        o.compile.diagnostics.dump_dir = dir.string();
+        auto exe = must(compile_fn(
+            cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
+        Buffer out = must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, w))));
+        // f32 sums of <= 256 products of values in [-1, 1] vs a double reference.
+        EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-5, 1e-5)) << shape << " " << c.name;
+        EXPECT_EQ(slurp_stage(dir, "traced.mlir").find("linalg.transpose"), std::string::npos) << shape;
+        const std::string script = slurp_stage(dir, "schedule-script.mlir");
+        // K with no divisor of 4 or more stays a plain loop; every other K is scheduled.
+        if (s.k % 4 == 0)
+          EXPECT_NE(script.find("// schedule: 1 matmuls"), std::string::npos) << shape << " " << c.name << script;
+        if (s.k % 4 == 0 && s.m * s.n * s.k < (int64_t{1} << 24))
+          EXPECT_NE(slurp_stage(dir, "schedule.mlir").find("vector.fma"), std::string::npos) << shape << " " << c.name;
+        fs::remove_all(dir);
+      }
+  }
+}
+
 // Row reductions (split into vector-wide partial results, then combined) and
 // column reductions (a vector of columns per step), f32 and i32, every ISA.
 TEST(Schedule, ReductionsVectorizeOnEveryIsa) {

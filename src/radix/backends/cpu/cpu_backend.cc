@@ -23,6 +23,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "radix/backends/cpu/cpu_pipelines.h"
+#include "radix/backends/cpu/cpu_threads.h"
 #include "radix/backends/cpu/object_jit.h"
 #include "radix/backends/cpu/schedule.h"
 #include "radix/compiler/stage_dumper.h"
@@ -117,8 +118,8 @@ struct DescriptorLayout {
 class CpuExecutable : public BackendExecutable {
  public:
   CpuExecutable(std::string object, std::unique_ptr<LoadedObject> loaded, void (*entry)(void**), Signature sig,
-                CompileStats compile_stats)
-      : object_(std::move(object)), loaded_(std::move(loaded)), entry_(entry), layout_(sig) {
+                CompileStats compile_stats, int threads)
+      : object_(std::move(object)), loaded_(std::move(loaded)), entry_(entry), layout_(sig), threads_(threads) {
     stats = compile_stats;
   }
 
@@ -139,6 +140,8 @@ class CpuExecutable : public BackendExecutable {
       desc_ptrs[d] = w;
       args[d] = &desc_ptrs[d];
     }
+    // The cores this call's OpenMP team runs on (see cpu_threads.h).
+    CoreBudget::Hold cores(CoreBudget::process(), threads_);
     entry_(args.data());
     return Status();
   }
@@ -149,16 +152,17 @@ class CpuExecutable : public BackendExecutable {
   std::unique_ptr<LoadedObject> loaded_;
   void (*entry_)(void**);
   DescriptorLayout layout_;
+  int threads_;
 };
 
 // Loads a native object with every registered host symbol and finds @main.
 Result<std::unique_ptr<BackendExecutable>> load_object(std::string object, const Signature& sig,
-                                                       const CompileStats& stats) {
+                                                       const CompileStats& stats, int threads) {
   std::vector<HostSymbol> symbols = host_symbols();
   RADIX_ASSIGN_OR_RETURN(std::unique_ptr<LoadedObject> loaded, LoadedObject::load(object, symbols));
   RADIX_ASSIGN_OR_RETURN(auto entry, loaded->packed_entry("main"));
   return std::unique_ptr<BackendExecutable>(
-      new CpuExecutable(std::move(object), std::move(loaded), entry, sig, stats));
+      new CpuExecutable(std::move(object), std::move(loaded), entry, sig, stats, threads));
 }
 
 class CpuBackend : public Backend {
@@ -168,6 +172,7 @@ class CpuBackend : public Backend {
     std::call_once(once, [] {
       (void)register_host_symbol("__truncsfbf2", reinterpret_cast<void*>(&radix_truncsfbf2));
       (void)register_host_symbol("__truncdfbf2", reinterpret_cast<void*>(&radix_truncdfbf2));
+      init_cpu_threads();
     });
   }
 
@@ -188,6 +193,9 @@ class CpuBackend : public Backend {
       return invalid_argument("CompileOptions.codegen.cpu.schedule_isa: f32_lanes must be 0, 4, 8 or 16 and "
                               "registers 0, 16 or 32; got " + std::to_string(isa.f32_lanes) + " and " +
                               std::to_string(isa.registers));
+    if (cg.cpu.threads < 0 || cg.cpu.threads > 1024)
+      return invalid_argument("CompileOptions.codegen.cpu.threads must be 0 (every core) or 1..1024, got " +
+                              std::to_string(cg.cpu.threads));
     return check_dump_stages(options.diagnostics, cpu_stage_names());
   }
 
@@ -200,7 +208,7 @@ class CpuBackend : public Backend {
     std::string s = "target=" + (target.ok() ? target.value() : cg.target_cpu);
     s += ";opt=" + std::to_string(cg.opt_level) + ";vectorize=" + std::to_string(cg.cpu.vectorize) +
          ";approx=" + std::to_string(cg.cpu.approximate_math) + ";isa=" + std::to_string(isa.f32_lanes) + "x" +
-         std::to_string(isa.registers);
+         std::to_string(isa.registers) + ";threads=" + std::to_string(resolve_cpu_threads(cg.cpu.threads));
     return s;
   }
 
@@ -260,7 +268,8 @@ class CpuBackend : public Backend {
     oo.target_cpu = options.codegen.target_cpu;
     if (dumper.wants("llvm-ir")) oo.on_llvm_ir = [&](const std::string& ir) { dumper.dump("llvm-ir", ir, "ll"); };
     RADIX_ASSIGN_OR_RETURN(std::string object, emit_object(*module, oo));
-    RADIX_ASSIGN_OR_RETURN(std::unique_ptr<BackendExecutable> exe, load_object(std::move(object), *job.signature, stats));
+    RADIX_ASSIGN_OR_RETURN(std::unique_ptr<BackendExecutable> exe, load_object(std::move(object), *job.signature, stats,
+                                                                           resolve_cpu_threads(options.codegen.cpu.threads)));
     stats.jit_ms = ms_since(t0);
     stats.total_ms = ms_since(t_start);
     log("jit %.2f ms; compiled %s in %.1f ms", stats.jit_ms, job.signature->to_string().c_str(), stats.total_ms);
@@ -273,7 +282,8 @@ class CpuBackend : public Backend {
   }
 
   Result<std::unique_ptr<BackendExecutable>> load(std::string_view bytes, const CompileJob& job) override {
-    return load_object(std::string(bytes), *job.signature, CompileStats{});
+    return load_object(std::string(bytes), *job.signature, CompileStats{},
+                       resolve_cpu_threads(job.options->codegen.cpu.threads));
   }
 
   // Device memory is host memory here. Pinned host memory is page-aligned

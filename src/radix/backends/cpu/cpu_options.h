@@ -26,6 +26,16 @@ struct CpuOptions {
   bool approximate_math = true;
   // Override of the vector ISA the schedule is sized for (see VectorIsa).
   VectorIsa schedule_isa;
+  // Threads an executable runs its large ops on (LLVM's OpenMP runtime,
+  // through MLIR's scf.forall -> omp route). 0: every core this process may
+  // run on; 1: single-threaded code with no OpenMP calls at all. Results do
+  // not depend on it: work is split over output tiles only, never over a
+  // reduction axis, so every sum adds in the same order.
+  int threads = 0;
 };
+
+// The thread count `threads` resolves to (0 -> the cores this process may
+// run on, from its CPU affinity mask).
+int resolve_cpu_threads(int threads);
 
 }  // namespace radix

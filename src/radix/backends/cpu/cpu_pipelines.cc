@@ -33,7 +33,13 @@ const PipelineStage kStages[] = {
      "allow-return-allocs-from-loops},"
      "buffer-deallocation-pipeline,canonicalize,cse,radix-strided-copies-to-loops"},
     {"math", "func.func(math-extend-to-supported-types),radix-math-approximation"},
+    // Threads first: the schedule's scf.forall loops become scf.parallel and
+    // then OpenMP parallel worksharing loops (LLVM's libomp at run time).
+    // canonicalize inlines the memref.alloca_scope each parallel body is
+    // wrapped in (nothing is stack-allocated in it), which convert-scf-to-cf
+    // would otherwise leave invalid with several blocks.
     {"lower",
+     "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=@threads@},canonicalize,"
      "convert-vector-to-scf{full-unroll},convert-linalg-to-loops,"
      "expand-strided-metadata,lower-affine,"
      "func.func(math-extend-to-supported-types,"
@@ -43,7 +49,7 @@ const PipelineStage kStages[] = {
      // unrolled into vector.extract / insert, which vector-to-llvm then lowers.
      "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,"
      "finalize-memref-to-llvm,convert-arith-to-llvm,"
-     "convert-cf-to-llvm,convert-func-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts"},
+     "convert-cf-to-llvm,convert-func-to-llvm,convert-ub-to-llvm,convert-openmp-to-llvm,reconcile-unrealized-casts"},
 };
 
 void register_all_once();
@@ -87,13 +93,24 @@ const std::vector<std::string>& cpu_stage_names() {
 }
 
 namespace {
-Status run_pipeline(mlir::ModuleOp module, const PipelineStage& stage, detail::DiagnosticCollector& diags) {
+// The stage's pipeline with @threads@ replaced by the resolved thread count.
+std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options) {
+  std::string p = stage.pipeline;
+  const std::string key = "@threads@";
+  for (size_t at = p.find(key); at != std::string::npos; at = p.find(key))
+    p.replace(at, key.size(), std::to_string(resolve_cpu_threads(options.threads)));
+  return p;
+}
+
+Status run_pipeline(mlir::ModuleOp module, const PipelineStage& stage, const CpuOptions& options,
+                    detail::DiagnosticCollector& diags) {
   const std::string name = stage.name;
+  const std::string pipeline = stage_pipeline(stage, options);
   mlir::PassManager pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
-  if (mlir::failed(mlir::parsePassPipeline(stage.pipeline, pm, llvm::errs())))
-    return compile_error("stage '" + name + "': pass pipeline does not parse: " + stage.pipeline);
+  if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, llvm::errs())))
+    return compile_error("stage '" + name + "': pass pipeline does not parse: " + pipeline);
   if (mlir::failed(pm.run(module)))
-    return compile_error("stage '" + name + "' (" + stage.pipeline + ") failed:\n" + diags.text());
+    return compile_error("stage '" + name + "' (" + pipeline + ") failed:\n" + diags.text());
   return Status();
 }
 }  // namespace
@@ -109,16 +126,16 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
     Profiler::Span span("stage " + name, "compile");
     if (name == "schedule") {
       if (!options.vectorize) continue;
-      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, diags));
+      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags));
       ScheduleSummary sum;
-      std::string script = build_cpu_schedule(module, options.schedule_isa, &sum);
+      std::string script = build_cpu_schedule(module, options.schedule_isa, resolve_cpu_threads(options.threads), &sum);
       if (!script.empty()) {
         dumper.dump("schedule-script", "// schedule: " + sum.to_string() + "\n" + script);
         RADIX_RETURN_IF_ERROR(apply_schedule(module, script));
       }
     } else {
       if (name == "math" && !options.approximate_math) continue;
-      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, diags));
+      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags));
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (on_stage) on_stage(name, ms);

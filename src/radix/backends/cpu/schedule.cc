@@ -6,7 +6,9 @@
 #include <utility>
 
 #include "llvm/TargetParser/Host.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -17,6 +19,8 @@ namespace radix {
 
 namespace {
 constexpr const char* kMark = "radix.sid";
+// On loops whose vector multiply-adds become vector.fma (see emit_dot_products).
+constexpr const char* kFmaMark = "radix.fma";
 
 // ---- Tuning knobs -----------------------------------------------------------
 // Measured on AMD EPYC (Zen 3, AVX2, 1 thread), 1024^3 f32: see bench/README.md.
@@ -101,19 +105,95 @@ void emit_tile(std::ostringstream& os, const std::string& in, const std::string&
   os << ")\n";
 }
 
+// Emits `tile_using_forall` (the tiles become the iterations of an
+// scf.forall, run on the executable's threads) and names the tiled op `out`.
+void emit_forall(std::ostringstream& os, const std::string& in, const std::string& out,
+                 const std::vector<int64_t>& sizes) {
+  os << "    %" << out << ", %" << out << "_fa = transform.structured.tile_using_forall %" << in << " tile_sizes "
+     << tile_list(sizes) << " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
+}
+
+// ---- Threads ----------------------------------------------------------------
+// An op is split over threads when it has at least this much work (loop
+// iterations: elements for elementwise ops, M*N*K for matmuls): an OpenMP
+// fork/join costs ~1-3 us, and below this the op runs in about that time.
+constexpr int64_t kParallelMinWork = int64_t{1} << 16;
+constexpr int64_t kParallelMinMatmulWork = int64_t{1} << 18;
+
+// The tile size that splits a loop of `range` iterations into c >= threads
+// equal chunks, each a multiple of `granule` (so the inner tiles still divide
+// it); c a multiple of `threads` if one fits, so no thread idles at the end.
+// 0 when single-threaded or no such split exists.
+int64_t parallel_chunk(int64_t range, int threads, int64_t granule) {
+  if (threads <= 1 || range < threads) return 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int64_t c = threads; c <= range && c <= 64 * int64_t{threads}; ++c) {
+      if (pass == 0 && c % threads != 0) continue;
+      if (range % c == 0 && (range / c) % granule == 0) return range / c;
+    }
+  return 0;
+}
+
+// Forall tile sizes for `op` splitting its first parallel loop that divides
+// (granules[d] per loop), or empty when the op stays single-threaded.
+std::vector<int64_t> parallel_tiles(mlir::linalg::LinalgOp op, int threads, int64_t min_work,
+                                    const std::vector<int64_t>& granules) {
+  if (threads <= 1) return {};
+  llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  int64_t work = 1;
+  for (int64_t x : r) work *= x;
+  if (work < min_work) return {};
+  llvm::SmallVector<mlir::utils::IteratorType> iters = op.getIteratorTypesArray();
+  for (size_t d = 0; d < r.size(); ++d) {
+    if (iters[d] != mlir::utils::IteratorType::parallel) continue;
+    const int64_t chunk = parallel_chunk(r[d], threads, d < granules.size() ? granules[d] : 1);
+    if (chunk > 0) {
+      std::vector<int64_t> sizes(r.size(), 0);
+      sizes[d] = chunk;
+      return sizes;
+    }
+  }
+  return {};
+}
+
 // Tiles the innermost loop by `v` lanes and every other loop by 1, then
 // vectorizes: elementwise ops, fills and reductions over outer axes.
-void emit_lane_tiles(std::ostringstream& os, const std::string& id, size_t n_loops, int64_t v) {
+void emit_lane_tiles(std::ostringstream& os, const std::string& id, size_t n_loops, int64_t v,
+                     const std::vector<int64_t>& par = {}) {
+  std::string cur = id;
+  if (!par.empty()) {
+    emit_forall(os, id, id + "f", par);
+    cur = id + "f";
+  }
   std::vector<int64_t> sizes(n_loops, 1);
   sizes.back() = v;
-  emit_tile(os, id, id + "t", sizes);
+  emit_tile(os, cur, id + "t", sizes);
   os << "    transform.structured.vectorize %" << id << "t : !transform.any_op\n";
 }
 
-// A static f32/f64 linalg.matmul with the default maps, or null.
+// A contraction (matmul / batch_matmul) whose B is read as [.., n, k]:
+// maps A(.., m, k), B(.., n, k), C(.., m, n) (trace/ops_dot.cc emits it for
+// weights stored [out, in] and for q · kᵀ).
+bool b_transposed(mlir::linalg::LinalgOp op) {
+  if (!llvm::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op.getOperation())) return false;
+  llvm::SmallVector<mlir::AffineMap> maps = op.getIndexingMapsArray();
+  const unsigned n = op.getNumLoops(), o = n - 3;
+  auto is = [&](mlir::AffineMap m, std::initializer_list<unsigned> dims) {
+    if (m.getNumResults() != o + dims.size()) return false;
+    unsigned r = 0;
+    for (unsigned b = 0; b < o; ++b)
+      if (m.getResult(r++) != mlir::getAffineDimExpr(b, m.getContext())) return false;
+    for (unsigned d : dims)
+      if (m.getResult(r++) != mlir::getAffineDimExpr(o + d, m.getContext())) return false;
+    return true;
+  };
+  return maps.size() == 3 && is(maps[0], {0, 2}) && is(maps[1], {1, 2}) && is(maps[2], {0, 1});
+}
+
+// A static f32/f64 linalg.matmul with the default maps or B transposed, or null.
 mlir::linalg::MatmulOp plain_matmul(mlir::Operation* op) {
   auto mm = llvm::dyn_cast<mlir::linalg::MatmulOp>(op);
-  if (!mm || mm.hasUserDefinedMaps() || !all_static(mm)) return {};
+  if (!mm || (mm.hasUserDefinedMaps() && !b_transposed(mm)) || !all_static(mm)) return {};
   mlir::Type et = llvm::cast<mlir::ShapedType>(mm->getResult(0).getType()).getElementType();
   if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et)) return {};
   return mm;
@@ -159,7 +239,8 @@ std::optional<std::pair<int64_t, int64_t>> register_tile(int64_t M, int64_t N, c
 }
 
 // Packs B/C into panels (see the knobs above), tiles, and vectorizes.
-void emit_packed_matmul(std::ostringstream& body, const std::string& id, const VectorIsa& isa) {
+void emit_packed_matmul(std::ostringstream& body, const std::string& id, const VectorIsa& isa, int threads,
+                        bool transposed_b) {
   const int64_t panel = kPanelVectors * isa.f32_lanes;
   const int64_t reg_m = packed_reg_m(isa);
   const std::string p = id + "p";
@@ -167,18 +248,31 @@ void emit_packed_matmul(std::ostringstream& body, const std::string& id, const V
   body << "    %" << p << " = transform.structured.pack %" << id << " packed_sizes = [0, " << panel
        << ", 0] : (!transform.any_op) -> (!transform.op<\"linalg.generic\">)\n"
        << "    %" << p << "b = transform.get_producer_of_operand %" << p
-       << "[1] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.pack\">)\n"
-       // B panels outermost: [N/panel, K, panel], each panel contiguous.
-       << "    %" << p << "g, %" << p << "bt, %" << p << "u0 = transform.structured.pack_transpose %" << p
-       << "b with_compute_op(%" << p
-       << ") outer_perm = [1, 0] : (!transform.op<\"linalg.pack\">, !transform.op<\"linalg.generic\">) -> "
-          "(!transform.op<\"linalg.generic\">, !transform.op<\"linalg.pack\">, !transform.any_op)\n"
-       << "    %" << p << "c = transform.get_producer_of_operand %" << p
+       << "[1] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.pack\">)\n";
+  if (transposed_b) {
+    // B [N, K] packs straight to [N/panel, K, panel].
+    body << "    %" << p << "g = transform.cast %" << p
+         << " : !transform.op<\"linalg.generic\"> to !transform.op<\"linalg.generic\">\n"
+         << "    %" << p << "bt = transform.cast %" << p
+         << "b : !transform.op<\"linalg.pack\"> to !transform.op<\"linalg.pack\">\n";
+  } else {
+    // B panels outermost: [N/panel, K, panel], each panel contiguous.
+    body << "    %" << p << "g, %" << p << "bt, %" << p << "u0 = transform.structured.pack_transpose %" << p
+         << "b with_compute_op(%" << p
+         << ") outer_perm = [1, 0] : (!transform.op<\"linalg.pack\">, !transform.op<\"linalg.generic\">) -> "
+            "(!transform.op<\"linalg.generic\">, !transform.op<\"linalg.pack\">, !transform.any_op)\n";
+  }
+  body << "    %" << p << "c = transform.get_producer_of_operand %" << p
        << "g[2] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.pack\">)\n"
        << "    %" << p << "u = transform.get_consumers_of_result %" << p
        << "g[0] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.unpack\">)\n"
        << "    %" << p << "a = transform.cast %" << p << "g : !transform.op<\"linalg.generic\"> to !transform.any_op\n";
-  emit_tile(body, p + "a", id + "b", {kBlockM, kBlockN / panel, 0, 0});
+  // The output blocks are independent: with threads they are the forall's
+  // iterations (K stays inside, so each sum adds in the same order).
+  if (threads > 1)
+    emit_forall(body, p + "a", id + "b", {kBlockM, kBlockN / panel, 0, 0});
+  else
+    emit_tile(body, p + "a", id + "b", {kBlockM, kBlockN / panel, 0, 0});
   emit_tile(body, id + "b", id + "k", {0, 0, kBlockK, 0});
   emit_tile(body, id + "k", id + "r", {reg_m, 1, 0, 0});
   emit_tile(body, id + "r", id + "s", {0, 0, kRegK, 0});
@@ -203,6 +297,63 @@ void emit_packed_matmul(std::ostringstream& body, const std::string& id, const V
        << "u : (!transform.op<\"linalg.unpack\">) -> (!transform.op<\"tensor.empty\">, "
           "!transform.op<\"linalg.transpose\">, !transform.op<\"tensor.collapse_shape\">, "
           "!transform.op<\"tensor.extract_slice\">)\n";
+}
+
+// ---- Contractions with B read as [n, k] (not packed) --------------------------
+// Each output is a dot product of two contiguous rows (x's and the weight's),
+// so the reduction runs along memory: tm x tn outputs at a time, K split into
+// vector-wide partial sums (tile_reduction_using_for: tm * tn accumulators,
+// each step loads tm x-vectors and tn weight vectors, one per row stream),
+// combined once at the end. This is the decode mat-vec's schedule: it reads
+// the weights once, front to back, tn rows in parallel.
+constexpr int64_t kDotRows = 4;  // weight rows per register tile (tn)
+
+template <class Match>
+bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,
+                       const VectorIsa& isa, int threads, Match&& match, ScheduleSummary& sum) {
+  mlir::Type et = llvm::cast<mlir::ShapedType>(op->getResult(0).getType()).getElementType();
+  if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et) || touches_bool(op)) return false;
+  llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  const size_t n = r.size(), o = n - 3;  // loops (batch,) m, n, k
+  const int64_t M = r[o], N = r[o + 1], K = r[o + 2];
+  const int64_t lanes = et.isF64() ? isa.f32_lanes / 2 : isa.f32_lanes;
+  const int64_t v = largest_divisor(K, {lanes, lanes / 2, 4});
+  if (K % v != 0 || v < 4) return false;
+  const int64_t tn = largest_divisor(N, {kDotRows, 2, 1});
+  const int64_t max_acc = isa.registers / 2;  // the rest hold the loaded rows
+  int64_t tm = 1;
+  for (int64_t c : {4, 2})
+    if (M % c == 0 && c * tn <= max_acc) {
+      tm = c;
+      break;
+    }
+  match();
+  std::string cur = id;
+  std::vector<int64_t> granules(n, 1);
+  granules[o] = tm;
+  granules[o + 1] = tn;
+  if (auto par = parallel_tiles(op, threads, kParallelMinMatmulWork, granules); !par.empty()) {
+    emit_forall(body, cur, id + "f", par);
+    cur = id + "f";
+    ++sum.parallel;
+  }
+  std::vector<int64_t> tiles(n, 1), split(n, 0);
+  tiles[o] = tm;
+  tiles[o + 1] = tn;
+  tiles[o + 2] = 0;
+  split[o + 2] = v;
+  emit_tile(body, cur, id + "r", tiles);
+  body << "    %" << id << "pf, %" << id << "ps, %" << id << "pc, %" << id
+       << "pl = transform.structured.tile_reduction_using_for %" << id << "r by tile_sizes = " << tile_list(split)
+       << " : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n"
+       << "    transform.structured.vectorize %" << id << "pf : !transform.any_op\n"
+       << "    transform.structured.vectorize %" << id << "ps : !transform.any_op\n"
+       << "    transform.structured.vectorize %" << id << "pc : !transform.any_op\n"
+       // The split op vectorizes to mulf + addf: fused into FMAs after the
+       // script (fuse_marked_multiply_adds), only in this loop.
+       << "    transform.annotate %" << id << "pl \"" << kFmaMark << "\" : !transform.any_op\n";
+  ++sum.matmuls;
+  return true;
 }
 
 // ---- Convolutions (trace/ops_conv.cc) ---------------------------------------
@@ -284,8 +435,14 @@ std::optional<ConvTiles> pool_tiles(mlir::linalg::LinalgOp op, const VectorIsa& 
   return ConvTiles{{1, 1, tw, tc, 0, 0}, {0, 0, 0, 0, 1, 1}};
 }
 
-void emit_conv(std::ostringstream& body, const std::string& id, const ConvTiles& t) {
-  emit_tile(body, id, id + "r", t.parallel);
+void emit_conv(std::ostringstream& body, const std::string& id, const ConvTiles& t,
+               const std::vector<int64_t>& par) {
+  std::string cur = id;
+  if (!par.empty()) {
+    emit_forall(body, id, id + "f", par);
+    cur = id + "f";
+  }
+  emit_tile(body, cur, id + "r", t.parallel);
   emit_tile(body, id + "r", id + "s", t.reduction);
   body << "    %" << id << "d = transform.structured.decompose %" << id
        << "s : (!transform.any_op) -> !transform.any_op\n"
@@ -311,10 +468,40 @@ bool is_pad_copy(mlir::linalg::LinalgOp op) { return op->hasAttr("radix.pad_copy
 // -----------------------------------------------------------------------------
 }  // namespace
 
+namespace {
+// In loops marked kFmaMark: addf(mulf(a, b), c) on vectors, the product used
+// only there, becomes vector.fma(a, b, c): one rounding instead of two, and
+// half the instructions. Elsewhere a * b + c keeps its two roundings, as the
+// scalar path computes it.
+void fuse_marked_multiply_adds(mlir::ModuleOp module) {
+  llvm::SmallVector<mlir::arith::AddFOp> adds;
+  module.walk([&](mlir::Operation* loop) {
+    if (!loop->hasAttr(kFmaMark)) return;
+    loop->removeAttr(kFmaMark);
+    loop->walk([&](mlir::arith::AddFOp add) {
+      if (llvm::isa<mlir::VectorType>(add.getType())) adds.push_back(add);
+    });
+  });
+  for (mlir::arith::AddFOp add : adds) {
+    for (int side = 0; side < 2; ++side) {
+      auto mul = add->getOperand(side).getDefiningOp<mlir::arith::MulFOp>();
+      if (!mul || !mul->hasOneUse()) continue;
+      mlir::OpBuilder b(add);
+      mlir::Value fma =
+          mlir::vector::FMAOp::create(b, add.getLoc(), mul.getLhs(), mul.getRhs(), add->getOperand(1 - side));
+      add.replaceAllUsesWith(fma);
+      add.erase();
+      mul.erase();
+      break;
+    }
+  }
+}
+}  // namespace
+
 std::string ScheduleSummary::to_string() const {
   return std::to_string(matmuls) + " matmuls (" + std::to_string(packed) + " packed), " +
          std::to_string(elementwise) + " elementwise, " + std::to_string(reductions) + " reductions, " +
-         std::to_string(skipped) + " left as loops";
+         std::to_string(skipped) + " left as loops, " + std::to_string(parallel) + " on threads";
 }
 
 VectorIsa host_vector_isa() {
@@ -327,7 +514,8 @@ VectorIsa host_vector_isa() {
   return isa;
 }
 
-std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested, ScheduleSummary* summary) {
+std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested, int threads,
+                               ScheduleSummary* summary) {
   ScheduleSummary sum;
   std::ostringstream body;
   int sid = 0;
@@ -359,7 +547,12 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
     if (!tiles) tiles = pool_tiles(op, isa);
     if (tiles) {
       match();
-      emit_conv(body, id, *tiles);
+      // Split over an output loop (batch, rows, ...) in whole register tiles.
+      std::vector<int64_t> granules = tiles->parallel;
+      for (int64_t& g : granules) g = std::max<int64_t>(g, 1);
+      std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, granules);
+      emit_conv(body, id, *tiles, par);
+      if (!par.empty()) ++sum.parallel;
       return;
     }
     if (is_windowed_generic(op)) {
@@ -387,14 +580,20 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
         ++sum.skipped;
         return;
       }
+      const bool bt = b_transposed(op);
       if (use_packed_schedule(mm, isa)) {
         match();
-        emit_packed_matmul(body, id, isa);
+        emit_packed_matmul(body, id, isa, threads, bt);
         ++sum.matmuls;
         ++sum.packed;
+        if (threads > 1) ++sum.parallel;
         return;
       }
       const int64_t M = ranges[0], N = ranges[1], K = ranges[2];
+      if (bt) {
+        if (!emit_dot_products(body, op, id, isa, threads, match, sum)) ++sum.skipped;
+        return;
+      }
       auto tile = register_tile(M, N, isa);
       if (!tile) {
         ++sum.skipped;
@@ -405,9 +604,18 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
       std::string cur = id;
       if (M % kSmallBlockM == 0 && N % kSmallBlockN == 0 && K % kSmallBlockK == 0 && M * N * K >= kPackMinVolume &&
           kSmallBlockM % tm == 0 && kSmallBlockN % tn == 0) {
-        emit_tile(body, cur, id + "b", {kSmallBlockM, kSmallBlockN, 0});
+        if (threads > 1) {
+          emit_forall(body, cur, id + "b", {kSmallBlockM, kSmallBlockN, 0});
+          ++sum.parallel;
+        } else {
+          emit_tile(body, cur, id + "b", {kSmallBlockM, kSmallBlockN, 0});
+        }
         emit_tile(body, id + "b", id + "k", {0, 0, kSmallBlockK});
         cur = id + "k";
+      } else if (auto par = parallel_tiles(op, threads, kParallelMinMatmulWork, {tm, tn, 1}); !par.empty()) {
+        emit_forall(body, cur, id + "f", par);
+        cur = id + "f";
+        ++sum.parallel;
       }
       emit_tile(body, cur, id + "r", {tm, tn, 0});
       emit_tile(body, id + "r", id + "s", {0, 0, 1});
@@ -416,6 +624,10 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
       return;
     }
 
+    if (llvm::isa<mlir::linalg::BatchMatmulOp>(op.getOperation()) && b_transposed(op)) {
+      if (!emit_dot_products(body, op, id, isa, threads, match, sum)) ++sum.skipped;
+      return;
+    }
     if (auto bmm = llvm::dyn_cast<mlir::linalg::BatchMatmulOp>(op.getOperation())) {
       // One batch at a time through the same register tiles as a matmul; the
       // unit batch dim of the vector.contract is cast away before lowering.
@@ -427,7 +639,13 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
       }
       const auto [tm, tn] = *tile;
       match();
-      emit_tile(body, id, id + "r", {1, tm, tn, 0});
+      std::string cur = id;
+      if (auto par = parallel_tiles(op, threads, kParallelMinMatmulWork, {1, tm, tn, 1}); !par.empty()) {
+        emit_forall(body, cur, id + "f", par);
+        cur = id + "f";
+        ++sum.parallel;
+      }
+      emit_tile(body, cur, id + "r", {1, tm, tn, 0});
       emit_tile(body, id + "r", id + "s", {0, 0, 0, 1});
       body << "    transform.structured.vectorize %" << id << "s {create_named_contraction} : !transform.any_op\n";
       ++sum.matmuls;
@@ -455,10 +673,15 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
         if (v >= 4 && ranges.back() >= 2 * v) {
           match();
           std::string cur = id;
+          if (auto par = parallel_tiles(op, threads, kParallelMinWork, {}); !par.empty()) {
+            emit_forall(body, cur, id + "fa", par);
+            cur = id + "fa";
+            ++sum.parallel;
+          }
           if (n > 1) {
             std::vector<int64_t> rows(n, 1);
             rows.back() = 0;
-            emit_tile(body, id, id + "p", rows);
+            emit_tile(body, cur, id + "p", rows);
             cur = id + "p";
           }
           std::vector<int64_t> split(n, 0);
@@ -480,7 +703,11 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
         const int64_t v = largest_divisor(ranges.back(), kElementwiseWidths);
         if (v >= 4) {
           match();
-          emit_lane_tiles(body, id, n, v);
+          std::vector<int64_t> granules(n, 1);
+          granules.back() = v;
+          std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, granules);
+          emit_lane_tiles(body, id, n, v, par);
+          if (!par.empty()) ++sum.parallel;
           ++sum.reductions;
           return;
         }
@@ -497,7 +724,11 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
         return;
       }
       match();
-      emit_lane_tiles(body, id, ranges.size(), v);
+      std::vector<int64_t> granules(ranges.size(), 1);
+      granules.back() = v;
+      std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, granules);
+      emit_lane_tiles(body, id, ranges.size(), v, par);
+      if (!par.empty()) ++sum.parallel;
       ++sum.elementwise;
       return;
     }
@@ -544,6 +775,7 @@ Status apply_schedule(mlir::ModuleOp module, const std::string& script) {
   if (mlir::failed(mlir::transform::applyTransformNamedSequence(module, entry, *lib,
                                                                 mlir::transform::TransformOptions())))
     return Status(ErrorCode::kScheduleError, "schedule: applying the transform script failed:\n" + diags.text());
+  fuse_marked_multiply_adds(module);
   module.walk([](mlir::Operation* op) { op->removeAttr(kMark); });
   return Status();
 }

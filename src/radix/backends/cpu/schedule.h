@@ -35,7 +35,8 @@ struct ScheduleSummary {
   int elementwise = 0;  // elementwise ops / fills vectorized
   int reductions = 0;   // single-loop reductions vectorized
   int skipped = 0;      // ops left as scalar loops
-  // "2 matmuls (1 packed), 3 elementwise, 1 reductions, 4 left as loops"
+  int parallel = 0;     // ops whose outer tiles are an scf.forall (threads > 1)
+  // "2 matmuls (1 packed), 3 elementwise, 1 reductions, 4 left as loops, 2 on threads"
   std::string to_string() const;
 };
 
@@ -44,8 +45,11 @@ VectorIsa host_vector_isa();
 
 // Marks schedulable ops in @main with radix.sid attributes and returns the
 // transform script (empty when nothing is to be scheduled). Zero fields of
-// `isa` are taken from the host.
-std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, ScheduleSummary* summary);
+// `isa` are taken from the host. With threads > 1, the outer tiles of large
+// ops (output blocks of matmuls, rows / chunks of elementwise ops and
+// reductions; never a reduction axis) become scf.forall loops, which the
+// "lower" stage turns into OpenMP parallel loops.
+std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int threads, ScheduleSummary* summary);
 
 // Parses and applies a transform script to the module, then strips the marks.
 Status apply_schedule(mlir::ModuleOp module, const std::string& script);

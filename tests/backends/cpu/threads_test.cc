@@ -1,0 +1,201 @@
+// Threads (CpuOptions::threads, LLVM's OpenMP runtime): every op kind the
+// schedule splits over threads gives bit-identical results on 1, 2 and 3
+// threads (work is split over output tiles only, so every sum adds in the same
+// order), matches a plain-loop reference, and really runs as an OpenMP
+// parallel loop. Several executables called at once never hold more cores
+// than the process has (CoreBudget).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "radix/backends/cpu/cpu_threads.h"
+#include "radix/nn/norm.h"
+#include "test_util.h"
+
+namespace radix {
+namespace {
+
+using testing::cpu;
+using testing::must;
+namespace fs = std::filesystem;
+
+struct Compiled {
+  std::vector<float> out;
+  std::string script, llvm_ir;
+};
+
+// Compiles `fn` on `threads` threads, runs it on seeded inputs and returns the
+// output with the schedule script and LLVM IR.
+template <class Fn>
+Compiled run_on(int threads, Fn fn, const std::vector<Shape>& shapes) {
+  fs::path dir = fs::temp_directory_path() / ("radix-threads-" + std::to_string(::getpid()) + "-" +
+                                              std::to_string(threads));
+  fs::remove_all(dir);
+  CompileFnOptions o;
+  o.compile.codegen.cpu.threads = threads;
+  o.compile.diagnostics.dump = {"schedule-script", "llvm-ir"};
+  o.compile.diagnostics.dump_dir = dir.string();
+  std::vector<Buffer> args;
+  for (size_t i = 0; i < shapes.size(); ++i)
+    args.push_back(must(cpu().buffer(shapes[i], testing::random_vec<float>(static_cast<size_t>(shapes[i].count()),
+                                                                          -1, 1, 100 + static_cast<uint32_t>(i)))));
+  Compiled c;
+  if constexpr (requires { fn(Tensor()); }) {
+    auto exe = must(compile_fn(cpu(), o, fn, shapes[0]));
+    c.out = must(must(exe.call(args[0])).template to_host<float>());
+  } else {
+    auto exe = must(compile_fn(cpu(), o, fn, shapes[0], shapes[1]));
+    c.out = must(must(exe.call(args[0], args[1])).template to_host<float>());
+  }
+  c.script = testing::stage_dump(dir, "schedule-script.mlir");
+  c.llvm_ir = testing::stage_dump(dir, "llvm-ir.ll");
+  fs::remove_all(dir);
+  return c;
+}
+
+// 1 thread: no forall, no OpenMP call; 2 and 3 threads: both, and the same
+// bits as 1 thread.
+template <class Fn>
+std::vector<float> expect_thread_independent(const char* what, Fn fn, const std::vector<Shape>& shapes) {
+  Compiled one = run_on(1, fn, shapes);
+  EXPECT_EQ(one.script.find("tile_using_forall"), std::string::npos) << what;
+  EXPECT_EQ(one.llvm_ir.find("__kmpc_fork_call"), std::string::npos) << what;
+  for (int t : {2, 3}) {
+    Compiled many = run_on(t, fn, shapes);
+    EXPECT_NE(many.script.find("tile_using_forall"), std::string::npos) << what << " on " << t << " threads";
+    EXPECT_NE(many.llvm_ir.find("__kmpc_fork_call"), std::string::npos) << what << " on " << t << " threads";
+    EXPECT_EQ(many.out, one.out) << what << ": " << t << " threads differ from 1";
+  }
+  return one.out;
+}
+
+std::vector<double> naive_dot(const std::vector<float>& a, const std::vector<float>& b, int64_t M, int64_t N,
+                              int64_t K, bool b_nk) {
+  std::vector<double> c(static_cast<size_t>(M * N), 0.0);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      for (int64_t k = 0; k < K; ++k)
+        c[static_cast<size_t>(i * N + j)] += double(a[static_cast<size_t>(i * K + k)]) *
+                                             b[static_cast<size_t>(b_nk ? j * K + k : k * N + j)];
+  return c;
+}
+
+void expect_near(const std::vector<float>& got, const std::vector<double>& want, double tol, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * std::max(1.0, std::fabs(want[i]))) << what << " at " << i;
+}
+
+TEST(Threads, PackedMatmulIsThreadCountIndependent) {
+  const int64_t M = 256, N = 256, K = 256;  // the packed schedule (M*N*K >= 2^24)
+  Shape a(DType::kF32, {M, K}), b(DType::kF32, {K, N});
+  auto got = expect_thread_independent("packed matmul", [](Tensor x, Tensor y) { return matmul(x, y); }, {a, b});
+  expect_near(got, naive_dot(testing::random_vec<float>(M * K, -1, 1, 100), testing::random_vec<float>(K * N, -1, 1, 101),
+                             M, N, K, false),
+              1e-4, "packed matmul");
+}
+
+TEST(Threads, RegisterTiledMatmulIsThreadCountIndependent) {
+  const int64_t M = 96, N = 80, K = 72;
+  Shape a(DType::kF32, {M, K}), b(DType::kF32, {K, N});
+  auto got = expect_thread_independent("matmul", [](Tensor x, Tensor y) { return matmul(x, y); }, {a, b});
+  expect_near(got, naive_dot(testing::random_vec<float>(M * K, -1, 1, 100), testing::random_vec<float>(K * N, -1, 1, 101),
+                             M, N, K, false),
+              1e-4, "matmul");
+}
+
+TEST(Threads, MatVecWithWeightsOutInIsThreadCountIndependent) {
+  const int64_t N = 1024, K = 512;
+  Shape x(DType::kF32, {1, K}), w(DType::kF32, {N, K});
+  auto got = expect_thread_independent(
+      "x . w^T", [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, {x, w});
+  expect_near(got, naive_dot(testing::random_vec<float>(K, -1, 1, 100), testing::random_vec<float>(N * K, -1, 1, 101),
+                             1, N, K, true),
+              1e-4, "x . w^T");
+}
+
+TEST(Threads, ElementwiseAndRowReductionsAreThreadCountIndependent) {
+  Shape s(DType::kF32, {192, 1024}, {"r", "c"});
+  expect_thread_independent("elementwise", [](Tensor a) { return relu(a * a + 1.0) * 0.5 - a; }, {s});
+  auto got = expect_thread_independent("softmax", [](Tensor a) { return softmax(a, "c"); }, {s});
+  // Each row of a softmax sums to 1.
+  for (int64_t r = 0; r < 192; ++r) {
+    double sum = 0;
+    for (int64_t c = 0; c < 1024; ++c) sum += got[static_cast<size_t>(r * 1024 + c)];
+    ASSERT_NEAR(sum, 1.0, 1e-4) << "row " << r;
+  }
+  expect_thread_independent("column sums", [](Tensor a) { return reduce_sum(a, {0}); },
+                            {Shape(DType::kF32, {64, 4096})});
+}
+
+TEST(Threads, OptionIsCheckedAndPartOfTheCacheKey) {
+  CompileOptions bad;
+  bad.codegen.cpu.threads = -1;
+  Status st = cpu().backend()->check_options(bad);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("codegen.cpu.threads"), std::string::npos) << st.message();
+  CompileOptions one, two;
+  one.codegen.cpu.threads = 1;
+  two.codegen.cpu.threads = 2;
+  EXPECT_NE(cpu().backend()->codegen_fingerprint(one), cpu().backend()->codegen_fingerprint(two));
+  EXPECT_GE(resolve_cpu_threads(0), 1);
+  EXPECT_EQ(resolve_cpu_threads(3), 3);
+}
+
+// Four application threads call two threaded executables at once: results
+// stay right and the cores held never exceed the process's.
+TEST(Threads, ConcurrentCallsNeverOversubscribe) {
+  Shape s(DType::kF32, {256, 1024});
+  CompileFnOptions o;
+  o.compile.codegen.cpu.threads = 0;  // every core
+  auto square = must(compile_fn(cpu(), o, [](Tensor a) { return a * a; }, s));
+  auto twice = must(compile_fn(cpu(), o, [](Tensor a) { return a + a; }, s));
+  std::vector<float> x = testing::random_vec<float>(static_cast<size_t>(s.count()), -2, 2, 7);
+  Buffer xb = must(cpu().buffer(s, x));
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 4; ++w)
+    workers.emplace_back([&, w] {
+      for (int i = 0; i < 20; ++i) {
+        auto out = (w % 2 ? square : twice).call(xb);
+        if (!out.ok()) {
+          ++wrong;
+          continue;
+        }
+        std::vector<float> y = out->to_host<float>().value();
+        for (size_t j = 0; j < y.size(); j += 97)
+          if (y[j] != (w % 2 ? x[j] * x[j] : x[j] + x[j])) ++wrong;
+      }
+    });
+  for (auto& t : workers) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  CoreBudget& budget = CoreBudget::process();
+  EXPECT_LE(budget.peak(), budget.cores());
+  EXPECT_GE(budget.peak(), 1);
+}
+
+TEST(Threads, CoreBudgetWaitsForFreeCores) {
+  CoreBudget b(2);
+  std::atomic<int> inside{0}, most{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 6; ++i)
+    ts.emplace_back([&, i] {
+      CoreBudget::Hold h(b, 1 + i % 2);
+      int now = (inside += 1 + i % 2);
+      int m = most.load();
+      while (now > m && !most.compare_exchange_weak(m, now)) {}
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      inside -= 1 + i % 2;
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_LE(most.load(), 2);
+  EXPECT_EQ(b.peak(), 2);
+  EXPECT_EQ(b.acquire(99), 2);  // clamped to the budget
+  b.release(2);
+}
+
+}  // namespace
+}  // namespace radix
