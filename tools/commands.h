@@ -10,4 +10,9 @@ extern const char* kGenerateUsage;
 int run_convert(int argc, char** argv);
 extern const char* kConvertUsage;
 
+// radix bench [--threads 1,2] [...]: Radix vs OpenBLAS, oneDNN, memcpy and
+// hand-written loops in one run, as markdown tables of figures and ratios.
+int run_bench(int argc, char** argv);
+extern const char* kBenchUsage;
+
 }  // namespace radix::cli

@@ -30,6 +30,7 @@ const char* kUsage =
     "  generate    run a Llama model (llama2.c / safetensors weights) and stream its text;\n"
     "              'radix generate --help' lists its options\n"
     "  convert     write any weight file as safetensors ('radix convert --help')\n"
+    "  bench       Radix vs OpenBLAS, oneDNN and memcpy, kernel by kernel ('radix bench --help')\n"
     "  example     trace, compile and run a small MLP with seeded weights; prints its\n"
     "              output, the compile and run timings, and the error against a naive\n"
     "              C++ reference\n"
@@ -224,6 +225,7 @@ int main(int argc, char** argv) {
   std::string cmd = argv[1];
   if (cmd == "generate") return radix::cli::run_generate(argc - 2, argv + 2);
   if (cmd == "convert") return radix::cli::run_convert(argc - 2, argv + 2);
+  if (cmd == "bench") return radix::cli::run_bench(argc - 2, argv + 2);
   if (cmd == "example") {
     for (int i = 2; i < argc; ++i)
       if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) return std::fputs(kUsage, stdout), 0;

@@ -4,11 +4,14 @@
 // shown to really vectorize.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
 #include "radix/backends/cpu/schedule.h"
+#include "radix/nn/norm.h"
 #include "test_util.h"
 
 namespace radix {
@@ -169,6 +172,82 @@ TEST(Schedule, WeightsStoredOutInOnEveryIsa) {
         fs::remove_all(dir);
       }
   }
+}
+
+// Row fusion: softmax, log_softmax, RMSNorm and LayerNorm run one row at a
+// time as one fused loop (one group in the schedule summary) on every ISA,
+// 1 and 2 threads, 1, 2 and 5 rows of every width class (multiples of 64, 16, 8 and 4 —
+// and 7, which no vector divides, left to the per-op schedule), against
+// double-precision loops.
+TEST(Schedule, RowFusionOnEveryIsa) {
+  struct Norm {
+    const char* name;
+    std::function<Tensor(Tensor)> fn;
+    std::function<void(const double*, double*, int64_t)> ref;  // one row
+  };
+  const std::vector<Norm> norms = {
+      {"softmax", [](Tensor x) { return softmax(x, "c"); },
+       [](const double* x, double* y, int64_t c) {
+         double m = x[0], s = 0;
+         for (int64_t i = 0; i < c; ++i) m = std::max(m, x[i]);
+         for (int64_t i = 0; i < c; ++i) s += std::exp(x[i] - m);
+         for (int64_t i = 0; i < c; ++i) y[i] = std::exp(x[i] - m) / s;
+       }},
+      {"log_softmax", [](Tensor x) { return log_softmax(x, "c"); },
+       [](const double* x, double* y, int64_t c) {
+         double m = x[0], s = 0;
+         for (int64_t i = 0; i < c; ++i) m = std::max(m, x[i]);
+         for (int64_t i = 0; i < c; ++i) s += std::exp(x[i] - m);
+         for (int64_t i = 0; i < c; ++i) y[i] = x[i] - m - std::log(s);
+       }},
+      {"rms_norm", [](Tensor x) { return nn::rms_norm(x, -1, 1e-5); },
+       [](const double* x, double* y, int64_t c) {
+         double ss = 0;
+         for (int64_t i = 0; i < c; ++i) ss += x[i] * x[i];
+         const double r = 1 / std::sqrt(ss / double(c) + 1e-5);
+         for (int64_t i = 0; i < c; ++i) y[i] = x[i] * r;
+       }},
+      {"layer_norm", [](Tensor x) { return nn::layer_norm(x); },
+       [](const double* x, double* y, int64_t c) {
+         double mean = 0, var = 0;
+         for (int64_t i = 0; i < c; ++i) mean += x[i];
+         mean /= double(c);
+         for (int64_t i = 0; i < c; ++i) var += (x[i] - mean) * (x[i] - mean);
+         const double r = 1 / std::sqrt(var / double(c) + 1e-5);
+         for (int64_t i = 0; i < c; ++i) y[i] = (x[i] - mean) * r;
+       }},
+  };
+  for (const Norm& nm : norms)
+    for (int64_t c : {256, 96, 40, 12, 7})
+      for (int64_t r : {1, 2, 5})
+        for (const IsaCase& isa : kIsas)
+          for (int threads : {1, 2}) {
+            Shape s(DType::kF32, {r, c}, {"r", "c"});
+            std::vector<float> x = testing::random_vec<float>(size_t(r * c), -4, 4, 51);
+            std::vector<float> want(x.size());
+            std::vector<double> xd(x.begin(), x.end()), yd(x.size());
+            for (int64_t i = 0; i < r; ++i) nm.ref(xd.data() + i * c, yd.data() + i * c, c);
+            for (size_t i = 0; i < x.size(); ++i) want[i] = static_cast<float>(yd[i]);
+            fs::path dir = fs::temp_directory_path() / ("radix-rows-" + std::to_string(::getpid()));
+            fs::remove_all(dir);
+            CompileFnOptions o;
+            o.compile.codegen.cpu.schedule_isa = isa.isa;
+            o.compile.codegen.cpu.threads = threads;
+            o.compile.diagnostics.dump = {"schedule-script"};
+            o.compile.diagnostics.dump_dir = dir.string();
+            auto exe = must(compile_fn(cpu(), o, nm.fn, s));
+            const std::string what = std::string(nm.name) + " " + std::to_string(r) + "x" + std::to_string(c) + " " +
+                                     isa.name + " t" + std::to_string(threads);
+            Buffer out = must(exe.call(must(cpu().buffer(s, x))));
+            // f32 with polynomial exp / log against double: a few ulp per step.
+            EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 2e-5, 2e-6)) << what;
+            const std::string script = slurp_stage(dir, "schedule-script.mlir");
+            const int64_t lanes = c % 16 == 0 ? 16 : c % 8 == 0 ? 8 : c % 4 == 0 ? 4 : 1;
+            // (One row folds to 1-D ops: each is already the whole row, no group.)
+            if (r > 1 && lanes >= 4 && c >= 2 * lanes)
+              EXPECT_NE(script.find("1 row-fused groups"), std::string::npos) << what << "\n" << script;
+            fs::remove_all(dir);
+          }
 }
 
 // Row reductions (split into vector-wide partial results, then combined) and

@@ -23,7 +23,9 @@ const PipelineStage kStages[] = {
     // are inlined into @main here, so every later stage and Radix pass sees
     // one function, @main, as it did before calls existed.
     {"dps", "inline,symbol-dce,radix-results-to-destinations"},
-    {"fuse", "func.func(linalg-fuse-elementwise-ops),canonicalize,cse,radix-untie-shared-inits"},
+    // Unit dims of generics folded away (a keep-dims reduction [r, 1, c] -> [r]):
+    // the row-fusion groups of the schedule need every op over the same loops.
+    {"fuse", "func.func(linalg-fuse-elementwise-ops),linalg-fold-unit-extent-dims,canonicalize,cse,radix-untie-shared-inits"},
     // The pipeline runs first, then the generated transform script. No cse
     // here: it would merge the inits that radix-untie-shared-inits separated.
     {"schedule", "radix-materialize-reduction-indices"},
@@ -31,7 +33,7 @@ const PipelineStage kStages[] = {
      "eliminate-empty-tensors,"
      "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map "
      "allow-return-allocs-from-loops},"
-     "buffer-deallocation-pipeline,canonicalize,cse,radix-strided-copies-to-loops"},
+     "buffer-deallocation-pipeline,canonicalize,cse,radix-strided-copies-to-loops,radix-scalar-vector-transfers"},
     {"math", "func.func(math-extend-to-supported-types),radix-math-approximation"},
     // Threads first: the schedule's scf.forall loops become scf.parallel and
     // then OpenMP parallel worksharing loops (LLVM's libomp at run time).
@@ -39,7 +41,7 @@ const PipelineStage kStages[] = {
     // wrapped in (nothing is stack-allocated in it), which convert-scf-to-cf
     // would otherwise leave invalid with several blocks.
     {"lower",
-     "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=@threads@},canonicalize,"
+     "@forall@,canonicalize,"
      "convert-vector-to-scf{full-unroll},convert-linalg-to-loops,"
      "expand-strided-metadata,lower-affine,"
      "func.func(math-extend-to-supported-types,"
@@ -61,6 +63,7 @@ void register_cpu_passes() {
     mlir::registerPass(create_math_approximation_pass);
     mlir::registerPass(create_materialize_reduction_indices_pass);
     mlir::registerPass(create_strided_copies_to_loops_pass);
+    mlir::registerPass(create_scalar_vector_transfers_pass);
     return true;
   }();
   (void)done;
@@ -93,12 +96,17 @@ const std::vector<std::string>& cpu_stage_names() {
 }
 
 namespace {
-// The stage's pipeline with @threads@ replaced by the resolved thread count.
+// The stage's pipeline with @forall@ replaced by the lowering of scf.forall
+// for the resolved thread count.
 std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options) {
   std::string p = stage.pipeline;
-  const std::string key = "@threads@";
-  for (size_t at = p.find(key); at != std::string::npos; at = p.find(key))
-    p.replace(at, key.size(), std::to_string(resolve_cpu_threads(options.threads)));
+  const int threads = resolve_cpu_threads(options.threads);
+  // One thread: the schedule's only foralls are row-fusion loops; plain loops.
+  const std::string forall = threads > 1 ? "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=" +
+                                               std::to_string(threads) + "}"
+                                         : "scf-forall-to-for";
+  const std::string key = "@forall@";
+  for (size_t at = p.find(key); at != std::string::npos; at = p.find(key)) p.replace(at, key.size(), forall);
   return p;
 }
 

@@ -2,14 +2,18 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <utility>
 
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/TargetParser/Host.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
@@ -449,6 +453,168 @@ void emit_conv(std::ostringstream& body, const std::string& id, const ConvTiles&
        << "    transform.structured.vectorize %" << id << "d : !transform.any_op\n";
 }
 
+// ---- Row fusion (softmax, RMSNorm, LayerNorm, ...) ---------------------------
+// A reduction along the rows' last axis whose result is broadcast back over
+// the row (max / sum / mean, then x - max, x / sum, x * rsqrt(...)) would
+// otherwise be one full pass over memory per op, with a full-size temporary
+// between them. Such a group — an elementwise root, and every row reduction
+// and elementwise op it depends on that nothing outside the group uses — is
+// tiled one row at a time (the rows an scf.forall over the threads), every
+// member fused into that loop (fuse_into_containing_op), duplicates merged
+// (apply_cse on the loop only), and each member vectorized along the row. A
+// row is read from memory once and written once; the rest stays in cache.
+constexpr int64_t kRowAccumulators = 4;
+struct RowGroup {
+  mlir::linalg::LinalgOp root;
+  std::vector<mlir::linalg::LinalgOp> members;  // producers, consumers before their producers
+  int64_t lanes = 0;                            // vector width along the row
+};
+
+bool same_ranges(mlir::linalg::LinalgOp a, mlir::linalg::LinalgOp b) {
+  return a.getStaticLoopRanges() == b.getStaticLoopRanges();
+}
+
+bool float_generic(mlir::linalg::LinalgOp op) {
+  if (!llvm::isa<mlir::linalg::GenericOp>(op.getOperation()) || !all_static(op) || touches_bool(op) ||
+      !vectorizable_generic(op) || op.getNumDpsInits() != 1)
+    return false;
+  mlir::Type et = llvm::cast<mlir::ShapedType>(op->getResult(0).getType()).getElementType();
+  return llvm::isa<mlir::Float32Type, mlir::Float64Type>(et);
+}
+
+// Loops (rows..., c): every loop parallel, or all but the last (a reduction
+// along the row into one value per row).
+bool is_row_reduction(mlir::linalg::LinalgOp op) {
+  if (!float_generic(op) || op.getNumLoops() < 2 || op.getNumReductionLoops() != 1) return false;
+  llvm::SmallVector<mlir::utils::IteratorType> it = op.getIteratorTypesArray();
+  return it.back() == mlir::utils::IteratorType::reduction;
+}
+bool is_row_elementwise(mlir::linalg::LinalgOp op) {
+  return float_generic(op) && op.getNumLoops() >= 2 && op.getNumReductionLoops() == 0;
+}
+// An elementwise op on one value per row of `root` (1 / sum, rsqrt(mean + eps)).
+bool is_row_scalar_op(mlir::linalg::LinalgOp op, mlir::linalg::LinalgOp root) {
+  if (!float_generic(op) || op.getNumReductionLoops() != 0) return false;
+  llvm::SmallVector<int64_t> r = root.getStaticLoopRanges();
+  r.pop_back();
+  return !r.empty() && op.getStaticLoopRanges() == r;
+}
+
+// The groups of a function, each rooted at the last op of its chain.
+std::vector<RowGroup> find_row_groups(mlir::func::FuncOp fn, const VectorIsa& isa) {
+  std::vector<mlir::linalg::LinalgOp> ops;
+  fn.walk([&](mlir::linalg::LinalgOp op) { ops.push_back(op); });
+  llvm::DenseMap<mlir::Operation*, size_t> position;
+  for (size_t i = 0; i < ops.size(); ++i) position[ops[i].getOperation()] = i;
+  llvm::DenseSet<mlir::Operation*> taken;
+  std::vector<RowGroup> groups;
+  for (size_t r = ops.size(); r-- > 0;) {
+    mlir::linalg::LinalgOp root = ops[r];
+    if (taken.contains(root.getOperation()) || !is_row_elementwise(root)) continue;
+    // Candidates: every row op (same loops) the root reaches through inputs,
+    // and the fills that initialize the candidate reductions.
+    llvm::SetVector<mlir::Operation*> cand;
+    std::vector<mlir::linalg::LinalgOp> work = {root};
+    while (!work.empty()) {
+      mlir::linalg::LinalgOp op = work.back();
+      work.pop_back();
+      for (mlir::OpOperand& in : op->getOpOperands()) {
+        auto p = in.get().getDefiningOp<mlir::linalg::LinalgOp>();
+        if (!p || p == root || cand.contains(p.getOperation()) || taken.contains(p.getOperation())) continue;
+        const bool init = op.isDpsInit(&in);
+        if (init ? (llvm::isa<mlir::linalg::FillOp>(p.getOperation()) && is_row_reduction(op))
+                 : (((is_row_reduction(p) || is_row_elementwise(p)) && same_ranges(p, root)) ||
+                    is_row_scalar_op(p, root))) {
+          cand.insert(p.getOperation());
+          if (!init) work.push_back(p);
+        }
+      }
+    }
+    // Drop candidates used outside the group until none is.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (mlir::Operation* c : llvm::to_vector(cand))
+        for (mlir::Operation* user : c->getUsers())
+          if (user != root.getOperation() && !cand.contains(user)) {
+            cand.remove(c);
+            changed = true;
+            break;
+          }
+    }
+    bool has_reduction = false;
+    for (mlir::Operation* c : cand) has_reduction |= is_row_reduction(llvm::cast<mlir::linalg::LinalgOp>(c));
+    const int64_t row = root.getStaticLoopRanges().back();
+    const int64_t lanes = largest_divisor(row, kElementwiseWidths);
+    if (!has_reduction || lanes < 4 || row < 2 * lanes) continue;
+    RowGroup g{root, {}, lanes};
+    for (mlir::Operation* c : cand) g.members.push_back(llvm::cast<mlir::linalg::LinalgOp>(c));
+    std::sort(g.members.begin(), g.members.end(), [&](mlir::linalg::LinalgOp a, mlir::linalg::LinalgOp b) {
+      return position[a.getOperation()] > position[b.getOperation()];
+    });
+    taken.insert(root.getOperation());
+    for (auto m : g.members) taken.insert(m.getOperation());
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+// `ids[i]` is the match handle of `g.members[i]`, `root_id` the root's.
+void emit_row_group(std::ostringstream& body, RowGroup g, const std::string& root_id,
+                    const std::vector<std::string>& ids, const std::vector<int64_t>& sids, int64_t root_sid,
+                    bool parallel) {
+  const size_t n = g.root.getNumLoops();
+  std::vector<int64_t> rows(n, 1);
+  rows.back() = 0;
+  // Always an scf.forall: fusing a producer that initializes the loop's
+  // output goes through its shared output (scf.for has no such path). One
+  // thread: the "lower" stage makes it a plain loop (scf-forall-to-for).
+  (void)parallel;
+  emit_forall(body, root_id, root_id + "g", rows);
+  std::string loop = root_id + "g_fa";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string next = root_id + "gl" + std::to_string(i);
+    body << "    %" << ids[i] << "u, %" << next << " = transform.structured.fuse_into_containing_op %" << ids[i]
+         << " into %" << loop << " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
+    loop = next;
+  }
+  // A producer used by two members was fused once per use: merge the copies.
+  // Then each member's slice of a full-size tensor.empty becomes a one-row
+  // tensor.empty in the loop: a row buffer, not a full-size temporary.
+  body << "    transform.apply_cse to %" << loop << " : !transform.any_op\n"
+       << "    transform.apply_patterns to %" << loop << " {\n"
+       << "      transform.apply_patterns.tensor.fold_tensor_empty\n"
+       << "    } : !transform.any_op\n";
+  auto rematch = [&](const std::string& name, const char* opname, int64_t sid) {
+    body << "    %" << name << " = transform.structured.match ops{[\"" << opname << "\"]} attributes{" << kMark
+         << " = " << sid << " : i64} in %" << loop << " : (!transform.any_op) -> !transform.any_op\n";
+  };
+  // Reductions keep kRowAccumulators independent vector partial sums where the
+  // row allows: one accumulator would wait on its own latency every step.
+  std::vector<int64_t> split(n, 0);
+  const int64_t row = g.root.getStaticLoopRanges().back();
+  split.back() = row % (kRowAccumulators * g.lanes) == 0 && row >= 2 * kRowAccumulators * g.lanes
+                     ? kRowAccumulators * g.lanes
+                     : g.lanes;
+  for (size_t i = 0; i <= ids.size(); ++i) {
+    mlir::linalg::LinalgOp op = i < ids.size() ? g.members[i] : g.root;
+    const std::string h = (i < ids.size() ? ids[i] : root_id) + "in";
+    // One value per row (fills, 1 / sum): stays scalar.
+    if (llvm::isa<mlir::linalg::FillOp>(op.getOperation()) || is_row_scalar_op(op, g.root)) continue;
+    rematch(h, "linalg.generic", i < ids.size() ? sids[i] : root_sid);
+    if (is_row_reduction(op)) {
+      body << "    %" << h << "f, %" << h << "s, %" << h << "c, %" << h
+           << "l = transform.structured.tile_reduction_using_for %" << h << " by tile_sizes = " << tile_list(split)
+           << " : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, "
+              "!transform.any_op)\n"
+           << "    transform.structured.vectorize %" << h << "f : !transform.any_op\n"
+           << "    transform.structured.vectorize %" << h << "s : !transform.any_op\n"
+           << "    transform.structured.vectorize %" << h << "c : !transform.any_op\n";
+    } else {
+      emit_lane_tiles(body, h, n, g.lanes);
+    }
+  }
+}
+
 // A linalg.generic reading an operand through a sum of loop dims (o * s + w):
 // grouped convolutions and reduce_window. The vectorizer accepts only
 // projected permutations (or named convolutions), so these stay plain loops
@@ -501,7 +667,8 @@ void fuse_marked_multiply_adds(mlir::ModuleOp module) {
 std::string ScheduleSummary::to_string() const {
   return std::to_string(matmuls) + " matmuls (" + std::to_string(packed) + " packed), " +
          std::to_string(elementwise) + " elementwise, " + std::to_string(reductions) + " reductions, " +
-         std::to_string(skipped) + " left as loops, " + std::to_string(parallel) + " on threads";
+         std::to_string(skipped) + " left as loops, " + std::to_string(parallel) + " on threads, " +
+         std::to_string(fused_rows) + " row-fused groups";
 }
 
 VectorIsa host_vector_isa() {
@@ -526,7 +693,44 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
   if (requested.f32_lanes > 0) isa.f32_lanes = requested.f32_lanes;
   if (requested.registers > 0) isa.registers = requested.registers;
 
+  // Row-fusion groups: their members are scheduled with their root.
+  std::vector<RowGroup> groups = find_row_groups(fn, isa);
+  llvm::DenseMap<mlir::Operation*, RowGroup*> group_of_root;
+  llvm::DenseSet<mlir::Operation*> in_group;
+  for (RowGroup& g : groups) {
+    group_of_root[g.root.getOperation()] = &g;
+    for (auto m : g.members) in_group.insert(m.getOperation());
+  }
+
   fn.walk([&](mlir::linalg::LinalgOp op) {
+    if (in_group.contains(op.getOperation())) return;  // scheduled with its group's root
+    if (auto it = group_of_root.find(op.getOperation()); it != group_of_root.end()) {
+      RowGroup g = *it->second;
+      std::vector<std::string> ids;
+      std::vector<int64_t> sids;
+      auto mark = [&](mlir::linalg::LinalgOp m) {
+        const std::string id = "op" + std::to_string(sid);
+        m->setAttr(kMark, b.getI64IntegerAttr(sid));
+        body << "    %" << id << " = transform.structured.match ops{[\"" << m->getName().getStringRef().str()
+             << "\"]} attributes{" << kMark << " = " << sid << " : i64} in %root : (!transform.any_op) -> "
+             << "!transform.any_op\n";
+        return std::make_pair(id, sid++);
+      };
+      auto [root_id, root_sid] = mark(g.root);
+      for (auto m : g.members) {
+        auto [id, msid] = mark(m);
+        ids.push_back(id);
+        sids.push_back(msid);
+      }
+      int64_t rows = 1;
+      llvm::SmallVector<int64_t> r = g.root.getStaticLoopRanges();
+      for (size_t d = 0; d + 1 < r.size(); ++d) rows *= r[d];
+      const bool parallel = threads > 1 && rows >= threads && rows * r.back() >= kParallelMinWork;
+      emit_row_group(body, g, root_id, ids, sids, root_sid, parallel);
+      ++sum.fused_rows;
+      if (parallel) ++sum.parallel;
+      return;
+    }
     if (!all_static(op) || op.getNumLoops() == 0) {
       ++sum.skipped;
       return;

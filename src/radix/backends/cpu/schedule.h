@@ -17,6 +17,9 @@
 //  * single-loop reductions: an innermost reduction is split into vector-wide
 //    partial results (tile_reduction_using_for) combined at the end; a
 //    reduction over an outer axis steps through a vector of columns.
+//  * row-fusion groups: a reduction along the last axis broadcast back over
+//    the row (softmax, RMSNorm, LayerNorm) and the elementwise ops around it
+//    run one row at a time, fused into one loop, each vectorized.
 //  * everything else (multi-axis reductions, ops on bools): scalar loops.
 #pragma once
 
@@ -36,6 +39,7 @@ struct ScheduleSummary {
   int reductions = 0;   // single-loop reductions vectorized
   int skipped = 0;      // ops left as scalar loops
   int parallel = 0;     // ops whose outer tiles are an scf.forall (threads > 1)
+  int fused_rows = 0;   // row-fusion groups (softmax, norms: reductions + elementwise, one row at a time)
   // "2 matmuls (1 packed), 3 elementwise, 1 reductions, 4 left as loops, 2 on threads"
   std::string to_string() const;
 };
