@@ -13,6 +13,9 @@ using namespace detail;
 using mlir::Value;
 
 namespace {
+// See rhs_transposed in dot_general_as.
+constexpr int64_t kDotProductMaxBatchedRows = 8;
+
 std::string dims_str(const DotDims& d) {
   return "batch " + axes_str(d.lhs_batch) + "/" + axes_str(d.rhs_batch) + ", contract " + axes_str(d.lhs_contract) +
          "/" + axes_str(d.rhs_contract);
@@ -109,8 +112,12 @@ Tensor dot_general_as(const char* op, const Tensor& lhs, const Tensor& rhs, cons
   // w[out, in] of x · wᵀ, and k[t, d] of q · kᵀ — is read in place through
   // the op's indexing map (B(n, k)) instead of being transposed in memory on
   // every call: for a decode step that copy would cost more than the product.
+  // Batched products with more than a few rows (attention's q · kᵀ over a
+  // prompt) keep the transpose: K is short there (a head dim), so the
+  // per-output horizontal sums of the dot-product schedule would outweigh
+  // the products, while one transpose of k is cheap beside them.
   const Axes rhs_nk = concat({&rb, &rf, &rc});
-  bool rhs_transposed = !rf.empty() && !rc.empty();
+  bool rhs_transposed = !rf.empty() && !rc.empty() && (nb == 0 || M <= kDotProductMaxBatchedRows);
   for (int i = 0; i < rhs.rank() && rhs_transposed; ++i) rhs_transposed = rhs_nk[static_cast<size_t>(i)].index() == i;
   Tensor R = rhs_transposed ? rhs : transpose(rhs, concat({&rb, &rc, &rf}));
   // 16-bit floats multiply and accumulate in f32 (rounded once at the end),
