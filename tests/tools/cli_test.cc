@@ -240,3 +240,37 @@ TEST(CliConvert, WritesSafetensorsThatGenerateTheSame) {
 }
 
 }  // namespace
+
+namespace radix {
+namespace {
+// radix bench checks every contender against a reference before timing it;
+// a smoke run of two cases on 1 and 2 threads exits 0 with both tables, and
+// names the OpenBLAS kernel it compared against.
+TEST(CliBench, QuickRunChecksAndPrintsRatios) {
+  CliRun r = run("bench --quick --threads 1,2 --filter matvec --repetitions 1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("OpenBLAS"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| matvec decode"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("radix/read"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  r = run("bench --quick --threads 1 --filter rmsnorm --repetitions 1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("| rmsnorm"), std::string::npos) << r.out;
+}
+
+TEST(CliBench, BadOptionsExit2) {
+  // Each message names the option and the value it refused.
+  const std::pair<const char*, const char*> cases[] = {{"bench --threads 0", "--threads"},
+                                                       {"bench --threads x", "'x'"},
+                                                       {"bench --repetitions 0", "--repetitions"},
+                                                       {"bench --bogus", "unknown option '--bogus'"},
+                                                       {"bench --filter no-such-case", "'no-such-case'"}};
+  for (const auto& [args, names] : cases) {
+    CliRun r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(std::string("radix bench: ")), std::string::npos) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(names), std::string::npos) << args << "\n" << r.out;
+  }
+}
+}  // namespace
+}  // namespace radix
