@@ -258,3 +258,65 @@ TEST(Dot, HalfPrecisionAccumulatesInF32) {
 
 }  // namespace
 }  // namespace radix
+
+namespace radix {
+namespace {
+
+// f32 activations times 16-bit weights (bf16 / f16), weights stored [out, in]
+// or [in, out]: the product widens the weights inside the contraction (no
+// f32 copy of them), accumulates in f32 and returns f32. Against a double
+// loop over the weights' exact values, on every schedule (ISA tilings and
+// plain loops), for the dot-product (M = 1, 3), register-tiled and packed
+// (128 x 256 x 256) paths.
+TEST(Dot, F32TimesHalfWeights) {
+  struct Mnk { int64_t m, n, k; };
+  for (DType d : {DType::kBF16, DType::kF16})
+    for (Mnk s : {Mnk{1, 33, 64}, Mnk{3, 12, 40}, Mnk{1, 64, 1024}, Mnk{16, 48, 32}, Mnk{128, 256, 256}})
+      for (bool out_in : {true, false}) {
+        SCOPED_TRACE(std::string(dtype_name(d)) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+                     std::to_string(s.k) + (out_in ? " w[out,in]" : " w[in,out]"));
+        std::vector<float> x = testing::random_vec<float>(size_t(s.m * s.k), -1, 1, 61);
+        std::vector<float> wf = testing::random_vec<float>(size_t(s.n * s.k), -1, 1, 62);
+        std::vector<uint16_t> w(wf.size());
+        for (size_t i = 0; i < w.size(); ++i) {
+          w[i] = d == DType::kBF16 ? float_to_bf16(wf[i]) : float_to_f16(wf[i]);
+          wf[i] = d == DType::kBF16 ? bf16_to_float(w[i]) : f16_to_float(w[i]);
+        }
+        std::vector<float> want(size_t(s.m * s.n));
+        for (int64_t i = 0; i < s.m; ++i)
+          for (int64_t j = 0; j < s.n; ++j) {
+            double acc = 0;
+            for (int64_t k = 0; k < s.k; ++k)
+              acc += double(x[size_t(i * s.k + k)]) * wf[size_t(out_in ? j * s.k + k : k * s.n + j)];
+            want[size_t(i * s.n + j)] = static_cast<float>(acc);
+          }
+        Shape xs(DType::kF32, {s.m, s.k}), ws = out_in ? Shape(d, {s.n, s.k}) : Shape(d, {s.k, s.n});
+        on_every_schedule([&] {
+          CompileFnOptions o;
+          o.compile = g_opts.compile;
+          auto exe = testing::must(compile_fn(
+              testing::cpu(), o,
+              [out_in](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {out_in ? 1 : 0}}); }, xs,
+              ws));
+          EXPECT_EQ(exe.executable().signature().outputs[0].to_string(),
+                    "f32[" + std::to_string(s.m) + "," + std::to_string(s.n) + "]");
+          Buffer out = testing::must(exe.call(testing::must(testing::cpu().buffer(xs, x)),
+                                              testing::must(testing::cpu().buffer(ws, w))));
+          // f32 sums of <= 1024 products of magnitude <= 1 against double.
+          EXPECT_TRUE(testing::all_close(testing::must(out.to_host<float>()), want, 1e-5, 2e-6 * double(s.k)));
+        });
+      }
+}
+
+TEST(Dot, MixedDtypesOtherThanF32AndHalfAreRefused) {
+  for (auto [a, b] : std::vector<std::pair<DType, DType>>{{DType::kF64, DType::kBF16}, {DType::kI32, DType::kF32},
+                                                          {DType::kF16, DType::kBF16}}) {
+    auto r = compile_fn(testing::cpu(), [](Tensor x, Tensor y) { return matmul(x, y); }, Shape(a, {2, 3}),
+                        Shape(b, {3, 4}));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("operands must share one dtype"), std::string::npos) << r.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace radix

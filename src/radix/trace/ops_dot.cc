@@ -32,7 +32,12 @@ Tensor dot_general_as(const char* op, const Tensor& lhs, const Tensor& rhs, cons
     fail(std::string(op) + "(" + lhs.shape().to_string() + ", " + rhs.shape().to_string() + "; " + dims_str(dd) +
          "): " + why);
   };
-  if (lhs.dtype() != rhs.dtype()) err("operands must share one dtype");
+  // One dtype, or f32 with a 16-bit float (f32 activations times bf16 / f16
+  // weights): the 16-bit side is widened inside the product, never copied.
+  const bool mixed = lhs.dtype() != rhs.dtype();
+  if (mixed && !((lhs.dtype() == DType::kF32 && is_half_float(rhs.dtype())) ||
+                 (rhs.dtype() == DType::kF32 && is_half_float(lhs.dtype()))))
+    err("operands must share one dtype, or be f32 and a 16-bit float (bf16 / f16)");
   if (is_bool(lhs.dtype())) err("not defined for bool tensors");
   if (dd.lhs_batch.size() != dd.rhs_batch.size()) err("batching axis lists differ in length");
   if (dd.lhs_contract.size() != dd.rhs_contract.size()) err("contracting axis lists differ in length");
@@ -122,9 +127,13 @@ Tensor dot_general_as(const char* op, const Tensor& lhs, const Tensor& rhs, cons
   Tensor R = rhs_transposed ? rhs : transpose(rhs, concat({&rb, &rc, &rf}));
   // 16-bit floats multiply and accumulate in f32 (rounded once at the end),
   // as XLA and cuBLAS do: summing K products in f16 loses most of the bits.
-  const DType acc_dtype = is_half_float(lhs.dtype()) ? DType::kF32 : lhs.dtype();
-  L = convert(L, acc_dtype);
-  R = convert(R, acc_dtype);
+  // The named ops widen 16-bit inputs to the f32 accumulator in their body
+  // (linalg's cast), so 16-bit operands stay 16-bit in memory: half the bytes
+  // read, which is the point of bf16 weights in a memory-bound decode step.
+  const DType acc_dtype = is_half_float(lhs.dtype()) && is_half_float(rhs.dtype()) ? DType::kF32
+                          : mixed                                                 ? DType::kF32
+                                                                                  : lhs.dtype();
+  const DType out_dtype = mixed ? DType::kF32 : lhs.dtype();
   const bool batched = nb > 0;
   L = batched ? reshape(L, {B, M, K}) : reshape(L, {M, K});
   if (rhs_transposed)
@@ -160,7 +169,7 @@ Tensor dot_general_as(const char* op, const Tensor& lhs, const Tensor& rhs, cons
                              .getResult(0)
                        : mlir::linalg::MatmulOp::create(b, l, mlir::TypeRange{mm_t}, ins, mlir::ValueRange{acc}, attrs)
                              .getResult(0);
-  return reshape(convert(wrap(ctx, prod, mm_shape), lhs.dtype()), out.dims(), out.tags());
+  return reshape(convert(wrap(ctx, prod, mm_shape), out_dtype), out.dims(), out.tags());
 }
 }  // namespace detail
 
