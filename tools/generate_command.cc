@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "radix/io/gguf.h"
@@ -36,6 +37,10 @@ const char* kGenerateUsage =
     "  --top-k K           keep the K most likely tokens, 0 = off (default 0)\n"
     "  --seed S            sampling seed (default: the current time)\n"
     "  --cache-dir DIR     on-disk executable cache (a later run loads instead of compiling)\n"
+    "  --weights DTYPE     the matrices in memory: f32, bf16 or f16, converted on load (default:\n"
+    "                      as stored if bf16 / f16, else f32); bf16 halves the bytes a decode\n"
+    "                      step reads; activations stay f32\n"
+    "  --threads N         threads per executable (default: every core)\n"
     "  --verbose           per-stage compile progress, weight loading\n";
 
 const char* kConvertUsage =
@@ -54,6 +59,8 @@ struct GenerateArgs {
   models::GenerateOptions gen;
   bool seed_given = false;
   std::string cache_dir;
+  std::optional<DType> weights;
+  int threads = 0;
   bool verbose = false;
 };
 
@@ -87,6 +94,16 @@ bool parse(int argc, char** argv, GenerateArgs* a, std::string* err) {
     else if (f == "--top-k") { if (!number(0, 1e9, &x)) return false; a->gen.top_k = static_cast<int64_t>(x); }
     else if (f == "--seed") { if (!number(0, 1.8e19, &x)) return false; a->gen.seed = static_cast<uint64_t>(x); a->seed_given = true; }
     else if (f == "--cache-dir") { if (!need("a folder")) return false; a->cache_dir = v; ++i; }
+    else if (f == "--weights") {
+      if (!need("f32, bf16 or f16")) return false;
+      const std::string d = v;
+      if (d == "f32") a->weights = DType::kF32;
+      else if (d == "bf16") a->weights = DType::kBF16;
+      else if (d == "f16") a->weights = DType::kF16;
+      else { *err = "--weights needs f32, bf16 or f16, got '" + d + "'"; return false; }
+      ++i;
+    }
+    else if (f == "--threads") { if (!number(1, 1024, &x)) return false; a->threads = static_cast<int>(x); }
     else if (f == "--verbose") a->verbose = true;
     else { *err = "unknown option '" + f + "'"; return false; }
   }
@@ -131,6 +148,8 @@ int run_generate(int argc, char** argv) {
   opts.load.progress = a.verbose;
   opts.compile.cache_dir = a.cache_dir;
   opts.compile.diagnostics.verbose = a.verbose;
+  opts.compile.codegen.cpu.threads = a.threads;
+  opts.weight_dtype = a.weights;
   auto gen = models::LlamaGenerator::load(Platform::cpu(), **store, opts);
   if (!gen.ok()) return fail("generate", gen.status());
   const double load_ms = ms_since(t0) - (*gen)->compile_ms();

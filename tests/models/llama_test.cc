@@ -14,6 +14,7 @@
 #include "radix/models/llama/generator.h"
 #include "radix/tokenizer/tokenizer.h"
 #include "models/stories.h"
+#include "radix/core/half.h"
 #include "test_util.h"
 
 namespace radix {
@@ -57,6 +58,23 @@ struct Ref {
     rms_final = take(dim);
     kc.assign(size_t(layers) * seq * kv_dim, 0);
     vc.assign(size_t(layers) * seq * kv_dim, 0);
+  }
+  // Every matrix (embeddings and projections; not the norms) rounded to the
+  // nearest bf16, as a bf16-weight model holds them.
+  void round_matrices_to_bf16() {
+    const int kv_dim = dim * kv_heads / heads;
+    auto round = [&](const float* p, size_t n) {
+      float* q = w.data() + (p - w.data());
+      for (size_t i = 0; i < n; ++i) q[i] = bf16_to_float(float_to_bf16(q[i]));
+    };
+    round(emb, size_t(vocab) * dim);
+    round(wq, size_t(layers) * dim * dim);
+    round(wk, size_t(layers) * dim * kv_dim);
+    round(wv, size_t(layers) * dim * kv_dim);
+    round(wo, size_t(layers) * dim * dim);
+    round(w1, size_t(layers) * dim * hidden);
+    round(w2, size_t(layers) * hidden * dim);
+    round(w3, size_t(layers) * dim * hidden);
   }
   static void rmsnorm(std::vector<double>& o, const std::vector<double>& x, const float* g) {
     double ss = 0;
@@ -177,6 +195,36 @@ TEST_F(Llama, LogitsMatchAPlainLoopReference) {
     EXPECT_LT(max_err, 1e-4 * max_abs) << "position " << pos << " (largest logit " << max_abs << ")";
     token = static_cast<int>(std::max_element(want.begin(), want.end()) - want.begin());
   }
+}
+
+// bf16 weights (converted on load; activations f32): the logits of the
+// reference run on the same bf16-rounded matrices, within the f32 bound.
+TEST_F(Llama, Bf16WeightsMatchTheReferenceOnRoundedWeights) {
+  Ref ref(kModel);
+  ref.round_matrices_to_bf16();
+  models::LlamaGenerator::Options o = options();
+  o.weight_dtype = DType::kBF16;
+  auto gen = must(models::LlamaGenerator::load(cpu(), *store_, o));
+  EXPECT_EQ(gen->config().weight_dtype, DType::kBF16);
+  int token = 1;
+  for (int pos = 0; pos < 6; ++pos) {
+    std::vector<double> want = ref.forward(token, pos);
+    std::vector<float> got = must(gen->forward(std::span<const int32_t>(&token, 1)));
+    ASSERT_EQ(got.size(), want.size());
+    double max_err = 0, max_abs = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      max_err = std::max(max_err, std::fabs(got[i] - want[i]));
+      max_abs = std::max(max_abs, std::fabs(want[i]));
+    }
+    EXPECT_LT(max_err, 1e-4 * max_abs) << "position " << pos << " (largest logit " << max_abs << ")";
+    token = static_cast<int>(std::max_element(want.begin(), want.end()) - want.begin());
+  }
+  // f64 activations with bf16 weights is not a supported pairing.
+  models::LlamaConfig bad = gen->config();
+  bad.dtype = DType::kF64;
+  Status st = bad.validate();
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("weight dtype bf16"), std::string::npos) << st.message();
 }
 
 TEST_F(Llama, PrefillThenDecodeEqualsTokenByToken) {

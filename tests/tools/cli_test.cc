@@ -184,6 +184,17 @@ TEST(CliGenerate, GreedyStoryAndTimingLine) {
   EXPECT_TRUE(std::regex_search(r.out, line)) << r.out;
 }
 
+// bf16 weights on one thread: the same greedy opening as f32 (stories260K's
+// greedy choices are far from ties), and a bad dtype exits 2 naming it.
+TEST(CliGenerate, Bf16WeightsAndThreads) {
+  CliRun r = run("generate --model '" + kStories + "' --temperature 0 --steps 30 --weights bf16 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Once upon a time, there was a little girl named Lily."), std::string::npos) << r.out;
+  CliRun bad = run("generate --model '" + kStories + "' --weights q3");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--weights needs f32, bf16 or f16, got 'q3'"), std::string::npos) << bad.out;
+}
+
 TEST(CliGenerate, PromptSeedsAndSampling) {
   const std::string base = "generate --model '" + kStories + "' --steps 40 --prompt 'The cat' --cache-dir '" +
                            std::string(RADIX_TEST_CACHE_DIR) + "'";
@@ -201,7 +212,7 @@ TEST(CliGenerate, HelpAndBadInput) {
   CliRun h = run("generate --help");
   EXPECT_EQ(h.code, 0);
   for (const char* flag : {"--model", "--tokenizer", "--prompt", "--steps", "--temperature", "--top-p", "--top-k",
-                           "--seed", "--cache-dir", "--verbose"})
+                           "--seed", "--cache-dir", "--weights", "--threads", "--verbose"})
     EXPECT_NE(h.out.find(flag), std::string::npos) << flag;
   CliRun ex = run("example --help");
   EXPECT_EQ(ex.code, 0);

@@ -19,9 +19,16 @@ Result<std::unique_ptr<LlamaGenerator>> LlamaGenerator::load(const Platform& pla
   g->platform_ = platform;
   g->options_ = options;
   RADIX_ASSIGN_OR_RETURN(g->config_, llama_config_from(store));
-  Llama<Shape> shapes = llama_shapes(g->config_);
   LoadOptions lo = options.load;
   if (!lo.name_map) lo.name_map = llama_weight_names(store);
+  if (options.weight_dtype) {
+    g->config_.weight_dtype = *options.weight_dtype;
+  } else if (const io::TensorInfo* wq = store.find(lo.name_map("layers.0.attention.wq"));
+             wq && is_half_float(wq->shape.dtype()) && g->config_.dtype == DType::kF32) {
+    g->config_.weight_dtype = wq->shape.dtype();
+  }
+  RADIX_RETURN_IF_ERROR(g->config_.validate());
+  Llama<Shape> shapes = llama_shapes(g->config_);
   RADIX_ASSIGN_OR_RETURN(Llama<Buffer> w, load_weights(platform, shapes, store, lo));
   g->weights_ = std::make_shared<const Llama<Buffer>>(std::move(w));
   g->load_ms_ = ms_since(t0);

@@ -13,6 +13,8 @@
 // read while loading.
 #pragma once
 
+#include <optional>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -52,6 +54,10 @@ class LlamaGenerator {
   struct Options {
     LoadOptions load;
     CompileOptions compile;
+    // The matrices' dtype in memory (f32, bf16 or f16; activations stay
+    // f32), converted on load if the store differs. Unset: a store holding
+    // 16-bit float matrices keeps them 16-bit, anything else is f32.
+    std::optional<DType> weight_dtype;
     std::string name = "llama";  // module names: <name>_prefill<s>, <name>_decode
   };
 

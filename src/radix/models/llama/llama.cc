@@ -58,6 +58,10 @@ Status LlamaConfig::validate() const {
   if (dim <= 0 || hidden_dim <= 0 || n_layers <= 0 || n_heads <= 0 || n_kv_heads <= 0 || vocab_size <= 0 ||
       seq_len <= 0)
     return invalid_argument("llama config: every size must be positive (" + to_string() + ")");
+  if (weight_dtype != dtype && !(dtype == DType::kF32 && is_half_float(weight_dtype)))
+    return invalid_argument("llama config: weight dtype " + std::string(dtype_name(weight_dtype)) +
+                            " with activations in " + std::string(dtype_name(dtype)) +
+                            ": the weights must match the activations, or be bf16 / f16 under f32");
   if (dim % n_heads != 0 || n_heads % n_kv_heads != 0 || head_dim() % 2 != 0)
     return invalid_argument("llama config: dim must split into n_heads even-sized heads and n_heads into n_kv_heads "
                             "groups (" + to_string() + ")");
@@ -134,15 +138,15 @@ std::function<std::string(const std::string&)> llama_weight_names(const io::Weig
 }
 
 Llama<Shape> llama_shapes(const LlamaConfig& c) {
-  const DType d = c.dtype;
+  const DType d = c.weight_dtype;  // matrices; norms in c.dtype
   Llama<Shape> m;
   m.config = c;
   m.tok_embeddings = Shape(d, {c.vocab_size, c.dim});
-  m.norm = Shape(d, {c.dim});
+  m.norm = Shape(c.dtype, {c.dim});
   m.output = Shape(d, {c.vocab_size, c.dim});
   for (int64_t i = 0; i < c.n_layers; ++i) {
     LlamaLayer<Shape> l;
-    l.attention_norm = l.ffn_norm = Shape(d, {c.dim});
+    l.attention_norm = l.ffn_norm = Shape(c.dtype, {c.dim});
     l.wq = l.wo = Shape(d, {c.dim, c.dim});
     l.wk = l.wv = Shape(d, {c.kv_dim(), c.dim});
     l.w1 = l.w3 = Shape(d, {c.hidden_dim, c.dim});
@@ -163,7 +167,7 @@ KvCache<Shape> kv_cache_shapes(const LlamaConfig& c) {
 template <>
 LlamaStep<Tensor> Llama<Tensor>::forward(const Tensor& tokens, const KvCache<Tensor>& cache, const Tensor& pos) const {
   const LlamaConfig& c = config;
-  Tensor x = embedding(tok_embeddings, tokens);  // [1, s, dim]
+  Tensor x = convert(embedding(tok_embeddings, tokens), c.dtype);  // [1, s, dim]
   LlamaStep<Tensor> out;
   for (size_t i = 0; i < layers.size(); ++i) {
     auto [y, k, v] = call("llama_layer", &layer_forward, layers[i], x, cache.k[i], cache.v[i], pos, c.n_heads,

@@ -35,7 +35,11 @@ struct LlamaConfig {
   double rope_theta = 10000.0;
   nn::RopeLayout rope_layout = nn::RopeLayout::kInterleaved;  // llama2.c: consecutive pairs
   bool tied_classifier = true;                                // output shares tok_embeddings' bytes
-  DType dtype = DType::kF32;                                  // weights and activations
+  DType dtype = DType::kF32;         // activations, norms and the KV cache
+  // The matrices (embeddings, projections, classifier): dtype, or bf16 / f16
+  // under f32 activations — half the bytes, products widened to f32 inside
+  // each contraction (decode reads every weight once per token).
+  DType weight_dtype = DType::kF32;
 
   int64_t head_dim() const { return dim / n_heads; }
   int64_t kv_dim() const { return head_dim() * n_kv_heads; }
