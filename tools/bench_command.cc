@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,9 +21,11 @@
 #include <ctime>
 #include <exception>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace radix::cli {
@@ -46,6 +49,19 @@ const char* kBenchUsage =
     "  (GB/s of bytes read + written): elementwise chain relu(a*b+c)*0.5-a over 16M f32, row\n"
     "         softmax and RMSNorm over [4096,4096]; peers a C++ -O3 loop and memcpy of the\n"
     "         same traffic\n"
+    "  (tok/s): llm stories15M / stories110M f32 prefill 128 and decode 64: Llamas of llama2.c's\n"
+    "         stories15M (dim 288, 6 layers, 6 heads, hidden 768, seq 256) and stories110M (dim 768,\n"
+    "         12 layers, 12 heads, hidden 2048, seq 1024) shapes, vocab 32000, tied classifier, with\n"
+    "         seeded random f32 weights (uniform +-1/sqrt(fan_in), norms 1), run by LlamaGenerator.\n"
+    "         prefill: one 128-token forward after a reset; peer 'sgemm-rate': the tok/s at\n"
+    "         OpenBLAS sgemm's GFLOP/s on [128,dim].[dim,hidden], 2 flops per matmul parameter per\n"
+    "         token (the classifier once per prefill; attention not counted). decode: 64 one-token\n"
+    "         forwards after the first; peer 'roofline': the tok/s of reading every weight read per\n"
+    "         token (all but the embedding table) once, at the bandwidth of a t-thread -O3 read of a\n"
+    "         buffer that large. Checked first: prefill logits vs as many decode steps (< 1e-3).\n"
+    "         Also printed, per model and thread count: weight load time, and the compile time of\n"
+    "         the decode + prefill executables cold (an executable-cache miss, in a temp folder)\n"
+    "         and again from that cache (a hit)\n"
     "\n"
     "  --threads LIST        thread counts, comma separated (default: 1,N where N is the number\n"
     "                        of cores this process may run on; just 1 on one core). Radix is\n"
@@ -54,11 +70,20 @@ const char* kBenchUsage =
     "  --repetitions R       timed repetitions per measurement, medians reported (default 5;\n"
     "                        3 with --quick). Radix and its peers alternate within each\n"
     "  --filter SUBSTR       only the cases whose name contains SUBSTR (e.g. matmul, matvec,\n"
-    "                        linear, attention, elementwise, softmax, rmsnorm; one that matches\n"
-    "                        nothing lists the case names)\n"
+    "                        linear, attention, elementwise, softmax, rmsnorm, llm, stories15M,\n"
+    "                        decode; one that matches nothing lists the case names)\n"
     "  --quick               a smoke test: no matmul 4096^3 nor 128x4096 linear, elementwise over\n"
-    "                        4M f32, softmax and RMSNorm over [1024,4096]; 3 repetitions of\n"
-    "                        timed loops >= 0.05 s (instead of 0.2 s)\n"
+    "                        4M f32, softmax and RMSNorm over [1024,4096], only stories15M with\n"
+    "                        prefill 32 and decode 16; 3 repetitions of timed loops >= 0.05 s\n"
+    "                        (instead of 0.2 s)\n"
+    "  --write-models DIR    measure nothing: write the LLM rows' random models (those --filter\n"
+    "                        and --quick select) to DIR, each as <name>-random.safetensors (Radix's\n"
+    "                        names and llama2c.* metadata: radix generate --model), .gguf (GGUF v3,\n"
+    "                        F32, llama.cpp's names, a placeholder 32000-token vocabulary) and\n"
+    "                        .bin (llama2.c checkpoint), so other engines run the same weights;\n"
+    "                        every file is reopened and compared after writing. stories15M:\n"
+    "                        ~60 MiB per file (safetensors ~95: it keeps the tied classifier's\n"
+    "                        copy), stories110M ~420 MiB (~510)\n"
     "  --openblas-core NAME  OpenBLAS kernel to run (OPENBLAS_CORETYPE; default SkylakeX on\n"
     "                        AVX-512 hosts, OpenBLAS's own choice elsewhere). OpenBLAS reads it\n"
     "                        when it loads, so radix bench re-executes itself once to apply it\n"
@@ -156,6 +181,99 @@ std::vector<double> measure_interleaved(const std::vector<Contender>& cs, const 
   std::vector<double> med(n);
   for (size_t i = 0; i < n; ++i) med[i] = median(secs[i]);
   return med;
+}
+
+// ------------------------------------------------- the read-bandwidth peer
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RADIX_BENCH_READ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RADIX_BENCH_READ_CLONES
+#endif
+
+namespace {
+// 16 partial sums: -O3 vectorizes them without -ffast-math.
+RADIX_BENCH_READ_CLONES double sum_floats(const float* p, size_t n) {
+  constexpr int kLanes = 16;
+  float acc[kLanes] = {};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] += p[i + j];
+  double s = 0;
+  for (; i < n; ++i) s += p[i];
+  for (float a : acc) s += a;
+  return s;
+}
+volatile double g_read_sink;  // keeps the sums alive
+}  // namespace
+
+// Workers wait on a generation counter (no spinning into the next
+// measurement); slice i of n is [n * i / t, n * (i + 1) / t).
+struct ParallelRead::State {
+  const float* p;
+  size_t n;
+  int threads;
+  std::vector<double> sums;
+  std::vector<std::thread> workers;
+  std::mutex mu;
+  std::condition_variable go, done;
+  uint64_t generation = 0;
+  int pending = 0;
+  bool stop = false;
+  void slice(int i) {
+    const size_t lo = n * static_cast<size_t>(i) / static_cast<size_t>(threads);
+    const size_t hi = n * static_cast<size_t>(i + 1) / static_cast<size_t>(threads);
+    sums[static_cast<size_t>(i)] = sum_floats(p + lo, hi - lo);
+  }
+};
+
+ParallelRead::ParallelRead(const float* p, size_t n, int threads) : s_(std::make_unique<State>()) {
+  s_->p = p;
+  s_->n = n;
+  s_->threads = std::max(1, threads);
+  s_->sums.assign(static_cast<size_t>(s_->threads), 0.0);
+  for (int i = 1; i < s_->threads; ++i)
+    s_->workers.emplace_back([st = s_.get(), i] {
+      uint64_t seen = 0;
+      for (;;) {
+        {
+          std::unique_lock<std::mutex> l(st->mu);
+          st->go.wait(l, [&] { return st->stop || st->generation != seen; });
+          if (st->stop) return;
+          seen = st->generation;
+        }
+        st->slice(i);
+        std::lock_guard<std::mutex> l(st->mu);
+        if (--st->pending == 0) st->done.notify_one();
+      }
+    });
+}
+
+ParallelRead::~ParallelRead() {
+  {
+    std::lock_guard<std::mutex> l(s_->mu);
+    s_->stop = true;
+  }
+  s_->go.notify_all();
+  for (std::thread& w : s_->workers) w.join();
+}
+
+void ParallelRead::run() {
+  State& st = *s_;
+  if (st.threads > 1) {
+    std::lock_guard<std::mutex> l(st.mu);
+    st.pending = st.threads - 1;
+    ++st.generation;
+  }
+  st.go.notify_all();
+  st.slice(0);
+  if (st.threads > 1) {
+    std::unique_lock<std::mutex> l(st.mu);
+    st.done.wait(l, [&] { return st.pending == 0; });
+  }
+  double total = 0;
+  for (double v : st.sums) total += v;
+  g_read_sink = total;
 }
 
 // -------------------------------------------------------------------- table
@@ -465,6 +583,13 @@ bool parse(int argc, char** argv, Parsed* p, std::string* err) {
     } else if (f == "--filter") {
       if (!value("a substring of case names")) return false;
       p->opts.filter = v;
+    } else if (f == "--write-models") {
+      if (!value("a folder")) return false;
+      if (!*v) {
+        *err = "--write-models needs a non-empty folder";
+        return false;
+      }
+      p->opts.write_models_dir = v;
     } else if (f == "--openblas-core") {
       if (!value("an OpenBLAS core name (e.g. SkylakeX, Haswell)")) return false;
       if (!*v) {
@@ -507,9 +632,11 @@ int run_bench(int argc, char** argv) {
     o.min_loop_s = 0.05;
   }
 
+  if (!o.write_models_dir.empty()) return write_llm_models(o);  // writes files, measures nothing
+
   {
     std::vector<std::string> names = kernel_case_names(o);
-    // (LLM cases: append llm_case_names(o) here.)
+    for (std::string& n : llm_case_names(o)) names.push_back(std::move(n));
     if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return o.wants(n); })) {
       std::string all;
       for (const std::string& n : names) all += "\n  " + n;
@@ -568,7 +695,7 @@ int run_bench(int argc, char** argv) {
   BenchTable table;
   try {
     add_kernel_rows(o, table);
-    // (LLM rows: add_llm_rows(o, table) from bench_llm.cc goes here.)
+    add_llm_rows(o, table);
   } catch (const std::exception& e) {
     table.fail("radix bench", e.what());
   }

@@ -2,15 +2,17 @@
 // loops) in one run, one table row per case and thread count.
 //
 // The driver (bench_command.cc) parses the options, prints the header, calls
-// each row source below and prints the table. A row source (bench_kernels.cc;
-// later bench_llm.cc) checks each case against a reference, measures it with
-// measure_interleaved() and appends a BenchRow to the BenchTable.
+// each row source below and prints the table. A row source (bench_kernels.cc,
+// bench_llm.cc) checks each case against a reference, measures it with
+// measure_interleaved() (the LLM rows: their own interleaved rounds) and
+// appends a BenchRow to the BenchTable.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +30,7 @@ struct BenchOptions {
   std::string filter;        // only cases whose name contains it (empty: all)
   bool quick = false;        // smaller sizes, fewer repetitions, shorter timed loops
   double min_loop_s = 0.2;   // each timed loop runs at least this long (or one call)
+  std::string write_models_dir;  // --write-models: write the LLM rows' models there, bench nothing
   // Facts about the host, filled in by run_bench.
   int cores = 1;             // cores this process may run on (sched_getaffinity)
   int64_t l3_bytes = 0;      // last-level cache size (0: unknown): rows note data that fits in it
@@ -101,12 +104,34 @@ double max_rel_err(const float* got, const float* ref, size_t n, double floor);
 // Fills with reproducible values in [lo, hi) (splitmix64: fast for 100M+ values).
 void fill_random(float* p, size_t n, float lo, float hi, uint64_t seed);
 
+// The read-bandwidth peer: run() reads (sums) n floats at p once, split over
+// `threads` threads (the caller and threads - 1 workers, created once and
+// asleep between runs). An -O3 loop with 16 partial sums, cloned for
+// AVX-512 / AVX2 where the compiler supports it.
+class ParallelRead {
+ public:
+  ParallelRead(const float* p, size_t n, int threads);
+  ~ParallelRead();
+  ParallelRead(const ParallelRead&) = delete;
+  ParallelRead& operator=(const ParallelRead&) = delete;
+  void run();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
 // Row sources. add_*_rows appends the rows of every case that opts.wants(),
 // for every thread count in opts.threads; *_case_names lists the cases at
 // this run's sizes (--quick changes some) so that run_bench can refuse a
 // --filter that matches nothing before it starts.
 void add_kernel_rows(const BenchOptions& opts, BenchTable& table);        // bench_kernels.cc
 std::vector<std::string> kernel_case_names(const BenchOptions& opts);     // bench_kernels.cc
+void add_llm_rows(const BenchOptions& opts, BenchTable& table);           // bench_llm.cc
+std::vector<std::string> llm_case_names(const BenchOptions& opts);        // bench_llm.cc
+// --write-models: writes the random-weight models of the LLM rows into
+// opts.write_models_dir; returns the process exit status.
+int write_llm_models(const BenchOptions& opts);                           // bench_llm.cc
 
 }  // namespace bench
 }  // namespace radix::cli

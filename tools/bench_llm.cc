@@ -1,0 +1,646 @@
+// radix bench: the LLM rows. Llama models of llama2.c's stories15M and
+// stories110M shapes with seeded random f32 weights (no download needed; the
+// speed of a model does not depend on its weights), run through
+// LlamaGenerator as `radix generate` runs them:
+//
+//  * prefill of N tokens (tok/s: one forward of N tokens after a reset),
+//    peer "sgemm-rate": the tok/s the model would reach if every matmul ran
+//    at OpenBLAS sgemm's rate on a [N, dim] . [dim, hidden] product;
+//  * decode of M tokens (tok/s: M one-token forwards after the first),
+//    peer "roofline": the tok/s of reading every weight once per token at
+//    the read bandwidth measured on a buffer of the same size.
+//
+// Each (model, thread count) is loaded twice with an executable cache in a
+// temp folder: the first compile is cold (a miss, stored), the second a
+// hit; both times are printed. Prefill and decode are checked against each
+// other first (the last logits of N prefilled tokens vs N decode steps).
+//
+// --write-models DIR writes the same models as safetensors (Radix's names,
+// llama2c.* metadata), GGUF (llama.cpp's names, F32, a placeholder
+// vocabulary) and llama2.c .bin files, so other engines run the same weights.
+#include <cblas.h>
+#include <stdlib.h>  // mkdtemp
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "radix/io/safetensors.h"
+#include "radix/io/weight_store.h"
+#include "radix/models/llama/generator.h"
+#include "radix/radix.h"
+#include "tools/bench_command.h"
+
+namespace radix::cli::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+Status io_error(std::string msg) { return Status(ErrorCode::kIoError, std::move(msg)); }
+
+// ------------------------------------------------------------- the models
+
+struct LlmModel {
+  const char* name;
+  int32_t dim, hidden, layers, heads, kv_heads, vocab, seq_len;
+  int64_t kv_dim() const { return int64_t{dim} / heads * kv_heads; }
+  // Parameters of the layers' seven matrices (what a prefill token multiplies).
+  double layer_matmul_params() const {
+    return static_cast<double>(layers) * (2.0 * dim * dim + 2.0 * static_cast<double>(kv_dim()) * dim + 3.0 * dim * hidden);
+  }
+  double classifier_params() const { return static_cast<double>(vocab) * dim; }
+};
+
+// llama2.c's stories checkpoints (its model card): tied classifier, vocab 32000.
+constexpr LlmModel kModels[] = {
+    {"stories15M", 288, 768, 6, 6, 6, 32000, 256},
+    {"stories110M", 768, 2048, 12, 12, 12, 32000, 1024},
+};
+constexpr uint64_t kWeightSeed = 0x5EED'2025;
+
+struct LlmSizes {
+  int64_t prefill, decode;
+};
+LlmSizes llm_sizes(const BenchOptions& o) { return o.quick ? LlmSizes{32, 16} : LlmSizes{128, 64}; }
+
+std::vector<const LlmModel*> llm_models(const BenchOptions& o) {
+  std::vector<const LlmModel*> ms = {&kModels[0]};
+  if (!o.quick) ms.push_back(&kModels[1]);
+  return ms;
+}
+
+std::string prefill_case(const LlmModel& m, const BenchOptions& o) {
+  return "llm " + std::string(m.name) + " f32 prefill " + std::to_string(llm_sizes(o).prefill);
+}
+std::string decode_case(const LlmModel& m, const BenchOptions& o) {
+  return "llm " + std::string(m.name) + " f32 decode " + std::to_string(llm_sizes(o).decode);
+}
+
+// FNV-1a: a tensor's seed from its name, the same in every build.
+uint64_t name_seed(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h ^ kWeightSeed;
+}
+
+std::string mib(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f MiB", bytes / 1048576.0);
+  return b;
+}
+
+// The model as a weight store in memory, named as llama2.c checkpoints are
+// (llama.h), with the llama2c.* metadata llama_config_from reads. Matrices
+// [out, in] uniform in +-1/sqrt(in) (activations stay O(1) through the
+// layers, so logits stay finite), norms 1; "output" views tok_embeddings'
+// bytes (tied, as the stories models).
+std::unique_ptr<io::BasicWeightStore> random_store(const LlmModel& m) {
+  auto store = std::make_unique<io::BasicWeightStore>(std::string("<random ") + m.name + ">", "memory");
+  auto add = [&](const std::string& name, std::vector<int64_t> dims) {
+    const Shape shape(DType::kF32, dims);
+    std::vector<std::byte> data(shape.byte_size());
+    float* p = reinterpret_cast<float*>(data.data());
+    const size_t n = static_cast<size_t>(shape.count());
+    if (dims.size() == 1) {
+      std::fill(p, p + n, 1.f);
+    } else {
+      const float a = 1.f / std::sqrt(static_cast<float>(dims[1]));
+      fill_random(p, n, -a, a, name_seed(name));
+    }
+    if (Status s = store->add_owned(name, shape, std::move(data)); !s.ok())
+      throw std::runtime_error("random weights: " + s.to_string());
+  };
+  const int64_t d = m.dim, h = m.hidden, kv = m.kv_dim();
+  add("tok_embeddings", {m.vocab, d});
+  for (int i = 0; i < m.layers; ++i) {
+    const std::string l = "layers." + std::to_string(i) + ".";
+    add(l + "attention_norm", {d});
+    add(l + "attention.wq", {d, d});
+    add(l + "attention.wk", {kv, d});
+    add(l + "attention.wv", {kv, d});
+    add(l + "attention.wo", {d, d});
+    add(l + "ffn_norm", {d});
+    add(l + "feed_forward.w1", {h, d});
+    add(l + "feed_forward.w2", {d, h});
+    add(l + "feed_forward.w3", {h, d});
+  }
+  add("norm", {d});
+  auto emb = store->bytes("tok_embeddings");
+  if (Status s = store->add_view("output", store->find("tok_embeddings")->shape, *emb); !s.ok())
+    throw std::runtime_error("random weights: " + s.to_string());
+  auto& meta = store->mutable_metadata();
+  meta["llama2c.dim"] = std::to_string(m.dim);
+  meta["llama2c.hidden_dim"] = std::to_string(m.hidden);
+  meta["llama2c.n_layers"] = std::to_string(m.layers);
+  meta["llama2c.n_heads"] = std::to_string(m.heads);
+  meta["llama2c.n_kv_heads"] = std::to_string(m.kv_heads);
+  meta["llama2c.vocab_size"] = std::to_string(m.vocab);
+  meta["llama2c.seq_len"] = std::to_string(m.seq_len);
+  meta["llama2c.shared_classifier"] = "true";
+  meta["radix.weights"] = "random (radix bench): uniform +-1/sqrt(fan_in) from FNV-1a(name) ^ " +
+                          std::to_string(kWeightSeed) + ", norms 1";
+  return store;
+}
+
+// Bytes a decode step reads in full: every tensor but the embedding table
+// (one row of it is gathered), the tied classifier counted once.
+double decode_bytes_per_token(const io::WeightStore& s) {
+  return static_cast<double>(s.total_bytes() - s.find("tok_embeddings")->shape.byte_size());
+}
+// Distinct weight bytes (the tied classifier is the embedding table).
+double weight_bytes(const io::WeightStore& s) {
+  return static_cast<double>(s.total_bytes() - s.find("output")->shape.byte_size());
+}
+
+// ------------------------------------------------------------- the timing
+
+// A temp folder, removed with everything in it when this goes.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& stem) {
+    std::string tmpl = (fs::temp_directory_path() / (stem + "-XXXXXX")).string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temp folder " + tmpl + ": " + std::strerror(errno));
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// One contender of a round: `once` runs one unit of work and returns the
+// seconds of its timed part (a reset before a prefill is not timed).
+struct Timed {
+  std::function<double()> once;
+  std::function<void()> setup;  // before each loop (e.g. OpenBLAS's thread count)
+};
+
+// As measure_interleaved, for contenders whose calls need untimed set-up:
+// a calibration call each, then `repetitions` rounds, each running every
+// contender's loop (>= min_loop_s of timed work, or one call) once, the start
+// rotating. Returns the median seconds per unit of each contender.
+std::vector<double> timed_rounds(const std::vector<Timed>& cs, const BenchOptions& o) {
+  const size_t n = cs.size();
+  std::vector<long> iters(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    if (cs[i].setup) cs[i].setup();
+    cs[i].once();  // warm-up (pages, OpenBLAS's threads)
+    const double per = cs[i].once();
+    iters[i] = per >= o.min_loop_s ? 1 : std::min<long>(1'000'000, std::lround(std::ceil(o.min_loop_s / std::max(per, 1e-9))));
+  }
+  std::vector<std::vector<double>> secs(n);
+  for (int r = 0; r < o.repetitions; ++r)
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = (static_cast<size_t>(r) + k) % n;
+      if (cs[i].setup) cs[i].setup();
+      double total = 0;
+      for (long it = 0; it < iters[i]; ++it) total += cs[i].once();
+      secs[i].push_back(total / static_cast<double>(iters[i]));
+    }
+  std::vector<double> med(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::sort(secs[i].begin(), secs[i].end());
+    const size_t c = secs[i].size();
+    med[i] = c % 2 ? secs[i][c / 2] : 0.5 * (secs[i][c / 2 - 1] + secs[i][c / 2]);
+  }
+  return med;
+}
+
+template <class T>
+T must(Result<T> r, const std::string& what) {
+  if (!r.ok()) throw std::runtime_error(what + ": " + r.status().to_string());
+  return std::move(r).value();
+}
+void must(const Status& s, const std::string& what) {
+  if (!s.ok()) throw std::runtime_error(what + ": " + s.to_string());
+}
+
+// Tokens of a fake prompt: reproducible, in [3, vocab) (past BOS / EOS).
+std::vector<int32_t> fake_tokens(size_t n, int32_t vocab) {
+  std::vector<int32_t> t(n);
+  uint64_t s = 0x70CE5;
+  for (int32_t& x : t) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x = 3 + static_cast<int32_t>((s >> 33) % static_cast<uint64_t>(vocab - 3));
+  }
+  return t;
+}
+
+struct LlmRows {
+  std::vector<BenchRow> prefill, decode;
+};
+
+// Loads, checks and times one model at thread count t.
+void llm_case(const LlmModel& m, const io::WeightStore& store, int t, const BenchOptions& o, BenchTable& table,
+              LlmRows& rows) {
+  const LlmSizes sz = llm_sizes(o);
+  const std::string pname = prefill_case(m, o), dname = decode_case(m, o);
+  const bool want_prefill = o.wants(pname), want_decode = o.wants(dname);
+  const std::string tag = "llm " + std::string(m.name) + " t=" + std::to_string(t);
+  static const Platform cpu = Platform::cpu();
+
+  // Cold compile (a cache miss, stored), then a fresh generator from the
+  // cache: load + compile of the decode step and the N-token prefill step.
+  TempDir cache("radix-bench-llm-cache");
+  models::LlamaGenerator::Options go;
+  go.name = m.name;
+  go.compile.codegen.cpu.threads = t;
+  go.compile.cache_dir = cache.path();
+  double cold_load_ms, cold_compile_ms;
+  CompileStats::Cache cold_cache;
+  {
+    auto gen = must(models::LlamaGenerator::load(cpu, store, go), tag + ": load");
+    must(gen->compile_step(sz.prefill), tag + ": compile the prefill step");
+    cold_load_ms = gen->load_ms();
+    cold_compile_ms = gen->compile_ms();
+    cold_cache = gen->cache();
+  }
+  auto gen = must(models::LlamaGenerator::load(cpu, store, go), tag + ": load (cached)");
+  must(gen->compile_step(sz.prefill), tag + ": compile the prefill step (cached)");
+  std::printf("  %s: load %.0f ms (%s of f32 weights, from memory), compile decode + prefill %lld: cold %.0f ms "
+              "(cache %s), again %.0f ms (cache %s; load %.0f ms)\n",
+              tag.c_str(), cold_load_ms, mib(static_cast<double>(store.total_bytes())).c_str(),
+              static_cast<long long>(sz.prefill), cold_compile_ms, cache_result_name(cold_cache), gen->compile_ms(),
+              cache_result_name(gen->cache()), gen->load_ms());
+  std::fflush(stdout);
+
+  // The check: the last logits of one N-token prefill against N decode steps
+  // (same weights, same positions; only the kernels and summation order differ).
+  const std::vector<int32_t> tokens = fake_tokens(static_cast<size_t>(std::max(sz.prefill, sz.decode + 1)), m.vocab);
+  const std::span<const int32_t> prompt(tokens.data(), static_cast<size_t>(sz.prefill));
+  must(gen->reset(), tag + ": reset");
+  const std::vector<float> ref = must(gen->forward(prompt), tag + ": prefill");
+  must(gen->reset(), tag + ": reset");
+  std::vector<float> one_by_one;
+  for (int32_t tok : prompt) one_by_one = must(gen->forward(std::span<const int32_t>(&tok, 1)), tag + ": decode");
+  const double err = max_rel_err(one_by_one.data(), ref.data(), ref.size(), 1.0);
+  const bool ok = table.check(tag + " prefill " + std::to_string(sz.prefill) + " vs as many decode steps",
+                              {{"radix", err}}, 1e-3, "max |x-ref|/max(|ref|,1) of the logits");
+
+  // The peers' data: a buffer as large as a decode step's reads; the
+  // representative sgemm's operands.
+  const double bytes_per_token = decode_bytes_per_token(store);
+  std::vector<float> weights_copy;
+  std::unique_ptr<ParallelRead> reader;
+  if (want_decode) {
+    weights_copy.resize(static_cast<size_t>(bytes_per_token / sizeof(float)));
+    fill_random(weights_copy.data(), weights_copy.size(), -1, 1, 7);
+    reader = std::make_unique<ParallelRead>(weights_copy.data(), weights_copy.size(), t);
+  }
+  const int gm = static_cast<int>(sz.prefill), gn = m.hidden, gk = m.dim;
+  std::vector<float> ga(static_cast<size_t>(gm) * gk), gb(static_cast<size_t>(gn) * gk), gc(static_cast<size_t>(gm) * gn);
+  fill_random(ga.data(), ga.size(), -1, 1, 8);
+  fill_random(gb.data(), gb.size(), -1, 1, 9);
+
+  std::vector<Timed> cs;
+  enum Slot { kPrefill, kDecode, kRead, kSgemm };
+  std::vector<Slot> slot;
+  auto timed = [](const std::function<void()>& f) {
+    const auto t0 = Clock::now();
+    f();
+    return seconds_since(t0);
+  };
+  if (want_prefill && ok) {
+    cs.push_back({[&] {
+                    must(gen->reset(), tag + ": reset");
+                    return timed([&] { must(gen->forward(prompt), tag + ": prefill"); });
+                  },
+                  {}});
+    slot.push_back(kPrefill);
+  }
+  if (want_decode && ok) {
+    cs.push_back({[&] {
+                    must(gen->reset(), tag + ": reset");
+                    must(gen->forward(std::span<const int32_t>(tokens.data(), 1)), tag + ": decode");
+                    return timed([&] {
+                      for (int64_t i = 1; i <= sz.decode; ++i)
+                        must(gen->forward(std::span<const int32_t>(&tokens[static_cast<size_t>(i)], 1)), tag + ": decode");
+                    });
+                  },
+                  {}});
+    slot.push_back(kDecode);
+  }
+  if (want_decode) {
+    cs.push_back({[&] { return timed([&] { reader->run(); }); }, {}});
+    slot.push_back(kRead);
+  }
+  if (want_prefill) {
+    // [N, dim] . W[hidden, dim]^T: Llama's layout, the w1 / w3 projection.
+    cs.push_back({[&] {
+                    return timed([&] {
+                      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, gm, gn, gk, 1.f, ga.data(), gk, gb.data(),
+                                  gk, 0.f, gc.data(), gn);
+                    });
+                  },
+                  [t] { openblas_set_num_threads(t); }});
+    slot.push_back(kSgemm);
+  }
+  const std::vector<double> sec = cs.empty() ? std::vector<double>{} : timed_rounds(cs, o);
+  double prefill_s = NAN, decode_s = NAN, read_s = NAN, sgemm_s = NAN;
+  for (size_t i = 0; i < cs.size(); ++i)
+    (slot[i] == kPrefill ? prefill_s : slot[i] == kDecode ? decode_s : slot[i] == kRead ? read_s : sgemm_s) = sec[i];
+
+  const std::string failed = ok ? "" : "radix failed its check; ";
+  char note[320];
+  if (want_prefill) {
+    // Only the last token goes through the classifier: once per prefill.
+    const double sgemm_flops = 2.0 * gm * gn * gk / sgemm_s;
+    const double flops_per_token = 2.0 * (m.layer_matmul_params() + m.classifier_params() / static_cast<double>(sz.prefill));
+    std::snprintf(note, sizeof note,
+                  "%ssgemm [%d,%d].[%d,%d] %.1f GFLOP/s; 2 x %.2fM matmul params/token + classifier %.2fM once; "
+                  "attention not counted",
+                  failed.c_str(), gm, gk, gk, gn, sgemm_flops / 1e9, m.layer_matmul_params() / 1e6,
+                  m.classifier_params() / 1e6);
+    rows.prefill.push_back({pname, t, "tok/s", static_cast<double>(sz.prefill) / prefill_s,
+                            {{"sgemm-rate", sgemm_flops / flops_per_token}}, note});
+  }
+  if (want_decode) {
+    const bool in_llc = o.l3_bytes > 0 && bytes_per_token <= static_cast<double>(o.l3_bytes);
+    std::snprintf(note, sizeof note,
+                  "%sweights %s f32 (tied classifier), %s read per token (all but the embedding table); read %.1f "
+                  "GB/s%s; KV cache reads not counted",
+                  failed.c_str(), mib(weight_bytes(store)).c_str(), mib(bytes_per_token).c_str(),
+                  bytes_per_token / read_s / 1e9, in_llc ? " (fits in the LLC)" : "");
+    rows.decode.push_back({dname, t, "tok/s", static_cast<double>(sz.decode) / decode_s, {{"roofline", 1.0 / read_s}},
+                           note});
+  }
+  std::printf("  %s: prefill %s tok/s, decode %s tok/s\n", tag.c_str(),
+              std::isfinite(prefill_s) ? std::to_string(std::lround(sz.prefill / prefill_s)).c_str() : "-",
+              std::isfinite(decode_s) ? std::to_string(std::lround(sz.decode / decode_s)).c_str() : "-");
+  std::fflush(stdout);
+}
+
+// ------------------------------------------------------------ the writers
+
+// GGUF v3 (llama.cpp's format; see io/gguf.h for the layout), F32 tensors
+// only: what --write-models needs, no more.
+class GgufWriter {
+ public:
+  void u32(const std::string& key, uint32_t v) { kv(key, 4, raw(v)); }
+  void f32(const std::string& key, float v) { kv(key, 6, raw(v)); }
+  void str(const std::string& key, const std::string& v) { kv(key, 8, gstr(v)); }
+  // An array of `count` items of `type`, already encoded.
+  void array(const std::string& key, uint32_t type, uint64_t count, const std::string& items) {
+    kv(key, 9, raw(type) + raw(count) + items);
+  }
+  void tensor(const std::string& name, const Shape& shape, std::span<const std::byte> data) {
+    infos_ += gstr(name) + raw(static_cast<uint32_t>(shape.rank()));
+    for (int a = shape.rank() - 1; a >= 0; --a) infos_ += raw(static_cast<uint64_t>(shape.dim(a)));  // ne[0] fastest
+    infos_ += raw(uint32_t{0}) + raw(offset_);  // GGML_TYPE_F32, offset in the data section
+    offset_ += (data.size() + kAlign - 1) / kAlign * kAlign;
+    data_.push_back(data);
+    ++tensors_;
+  }
+  // Writes to `path` through a temp file renamed over it.
+  Status write(const std::string& path) const {
+    std::string head = "GGUF" + raw(uint32_t{3}) + raw(tensors_) + raw(kvs_) + kv_ + infos_;
+    head.append((kAlign - head.size() % kAlign) % kAlign, '\0');
+    const std::string tmp = path + ".tmp";
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      f.write(head.data(), static_cast<std::streamsize>(head.size()));
+      for (std::span<const std::byte> d : data_) {
+        f.write(reinterpret_cast<const char*>(d.data()), static_cast<std::streamsize>(d.size()));
+        const std::string pad((kAlign - d.size() % kAlign) % kAlign, '\0');
+        f.write(pad.data(), static_cast<std::streamsize>(pad.size()));
+      }
+      if (!f.flush()) return io_error("cannot write " + tmp);
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) return io_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
+    return Status();
+  }
+  template <class T>
+  static std::string raw(T v) {
+    return std::string(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  static std::string gstr(const std::string& s) { return raw(static_cast<uint64_t>(s.size())) + s; }
+
+ private:
+  static constexpr uint64_t kAlign = 32;  // GGUF's default general.alignment
+  void kv(const std::string& key, uint32_t type, const std::string& value) {
+    kv_ += gstr(key) + raw(type) + value;
+    ++kvs_;
+  }
+  std::string kv_, infos_;
+  uint64_t kvs_ = 0, tensors_ = 0, offset_ = 0;
+  std::vector<std::span<const std::byte>> data_;
+};
+
+// llama.cpp's tensor name of a Radix (llama2.c) name; "" for the tied output.
+std::string gguf_name(const std::string& n) {
+  if (n == "tok_embeddings") return "token_embd.weight";
+  if (n == "norm") return "output_norm.weight";
+  if (n == "output") return "";
+  static const std::pair<const char*, const char*> kLayer[] = {
+      {"attention_norm", "attn_norm"}, {"attention.wq", "attn_q"},      {"attention.wk", "attn_k"},
+      {"attention.wv", "attn_v"},      {"attention.wo", "attn_output"}, {"ffn_norm", "ffn_norm"},
+      {"feed_forward.w1", "ffn_gate"}, {"feed_forward.w2", "ffn_down"}, {"feed_forward.w3", "ffn_up"}};
+  const size_t dot = n.find('.', 7);  // "layers.<i>.<rest>"
+  for (auto [a, b] : kLayer)
+    if (n.substr(dot + 1) == a) return "blk." + n.substr(7, dot - 7) + "." + b + ".weight";
+  throw std::logic_error("no GGUF name for " + n);
+}
+
+// llama2.c's RoPE and the weights need no permutation: llama.cpp's "llama"
+// architecture rotates consecutive pairs, as llama2.c does. The vocabulary
+// is a placeholder SentencePiece one (<unk>, <s>, </s>, the 256 byte tokens,
+// then "▁t<i>") so that llama.cpp loads the file; the token ids are what
+// a benchmark feeds.
+Status write_gguf(const std::string& path, const LlmModel& m, const io::WeightStore& store) {
+  GgufWriter w;
+  w.str("general.architecture", "llama");
+  w.str("general.name", std::string(m.name) + "-random");
+  w.u32("general.alignment", 32);
+  w.u32("general.file_type", 0);  // all F32
+  w.u32("llama.context_length", static_cast<uint32_t>(m.seq_len));
+  w.u32("llama.embedding_length", static_cast<uint32_t>(m.dim));
+  w.u32("llama.block_count", static_cast<uint32_t>(m.layers));
+  w.u32("llama.feed_forward_length", static_cast<uint32_t>(m.hidden));
+  w.u32("llama.rope.dimension_count", static_cast<uint32_t>(m.dim / m.heads));
+  w.u32("llama.attention.head_count", static_cast<uint32_t>(m.heads));
+  w.u32("llama.attention.head_count_kv", static_cast<uint32_t>(m.kv_heads));
+  w.f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.f32("llama.rope.freq_base", 10000.f);
+  w.u32("llama.vocab_size", static_cast<uint32_t>(m.vocab));
+  w.str("tokenizer.ggml.model", "llama");
+  std::string tokens, scores, types;
+  for (int32_t i = 0; i < m.vocab; ++i) {
+    std::string piece;
+    int32_t type = 1;  // normal
+    if (i == 0) piece = "<unk>", type = 2;
+    else if (i == 1) piece = "<s>", type = 3;
+    else if (i == 2) piece = "</s>", type = 3;
+    else if (i < 259) {
+      char b[8];
+      std::snprintf(b, sizeof b, "<0x%02X>", i - 3);
+      piece = b, type = 6;
+    } else {
+      piece = "\xE2\x96\x81t" + std::to_string(i);
+    }
+    tokens += GgufWriter::gstr(piece);
+    scores += GgufWriter::raw(type == 1 ? -static_cast<float>(i) : 0.f);
+    types += GgufWriter::raw(type);
+  }
+  w.array("tokenizer.ggml.tokens", 8, static_cast<uint64_t>(m.vocab), tokens);
+  w.array("tokenizer.ggml.scores", 6, static_cast<uint64_t>(m.vocab), scores);
+  w.array("tokenizer.ggml.token_type", 5, static_cast<uint64_t>(m.vocab), types);
+  w.u32("tokenizer.ggml.unknown_token_id", 0);
+  w.u32("tokenizer.ggml.bos_token_id", 1);
+  w.u32("tokenizer.ggml.eos_token_id", 2);
+  for (const io::TensorInfo& t : store.tensors()) {
+    const std::string name = gguf_name(t.name);
+    if (name.empty()) continue;  // tied: llama.cpp reuses token_embd.weight
+    RADIX_ASSIGN_OR_RETURN(std::span<const std::byte> bytes, store.bytes(t.name));
+    w.tensor(name, t.shape, bytes);
+  }
+  return w.write(path);
+}
+
+// llama2.c's checkpoint (io/llama2c.h): header, the arrays layer-major by
+// kind, and the RoPE tables as its export.py writes them (today's run.c
+// skips them; older ones read them).
+Status write_llama2c(const std::string& path, const LlmModel& m, const io::WeightStore& store) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    const int32_t header[7] = {m.dim, m.hidden, m.layers, m.heads, m.kv_heads, m.vocab /* > 0: tied */, m.seq_len};
+    f.write(reinterpret_cast<const char*>(header), sizeof header);
+    auto put = [&](const std::string& name) -> Status {
+      RADIX_ASSIGN_OR_RETURN(std::span<const std::byte> b, store.bytes(name));
+      f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+      return Status();
+    };
+    RADIX_RETURN_IF_ERROR(put("tok_embeddings"));
+    for (const char* kind : {"attention_norm", "attention.wq", "attention.wk", "attention.wv", "attention.wo",
+                             "ffn_norm", "feed_forward.w1", "feed_forward.w2", "feed_forward.w3"})
+      for (int i = 0; i < m.layers; ++i) RADIX_RETURN_IF_ERROR(put("layers." + std::to_string(i) + "." + kind));
+    RADIX_RETURN_IF_ERROR(put("norm"));
+    const int half = m.dim / m.heads / 2;
+    std::vector<float> re, im;
+    for (int p = 0; p < m.seq_len; ++p)
+      for (int i = 0; i < half; ++i) {
+        const double a = p * std::pow(10000.0, -2.0 * i / (2.0 * half));
+        re.push_back(static_cast<float>(std::cos(a)));
+        im.push_back(static_cast<float>(std::sin(a)));
+      }
+    f.write(reinterpret_cast<const char*>(re.data()), static_cast<std::streamsize>(re.size() * sizeof(float)));
+    f.write(reinterpret_cast<const char*>(im.data()), static_cast<std::streamsize>(im.size() * sizeof(float)));
+    if (!f.flush()) return io_error("cannot write " + tmp);
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return io_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  return Status();
+}
+
+// Reopens a written file the way `radix generate` does: the same
+// configuration, and every model tensor byte-identical to the store's.
+Status verify_written(const std::string& path, const io::WeightStore& src) {
+  RADIX_ASSIGN_OR_RETURN(std::unique_ptr<io::WeightStore> back, io::open_weights(path));
+  RADIX_ASSIGN_OR_RETURN(models::LlamaConfig want, models::llama_config_from(src));
+  RADIX_ASSIGN_OR_RETURN(models::LlamaConfig got, models::llama_config_from(*back));
+  if (got.to_string() != want.to_string() || got.tied_classifier != want.tied_classifier)
+    return invalid_argument(path + ": reads back as " + got.to_string() + ", expected " + want.to_string());
+  auto name = models::llama_weight_names(*back);
+  for (const io::TensorInfo& t : src.tensors()) {
+    RADIX_ASSIGN_OR_RETURN(std::span<const std::byte> a, src.bytes(t.name));
+    RADIX_ASSIGN_OR_RETURN(std::span<const std::byte> b, back->bytes(name(t.name)));
+    if (a.size() != b.size() || std::memcmp(a.data(), b.data(), a.size()) != 0)
+      return invalid_argument(path + ": tensor " + t.name + " (" + name(t.name) + ") differs from the one written");
+  }
+  return Status();
+}
+
+}  // namespace
+
+std::vector<std::string> llm_case_names(const BenchOptions& o) {
+  std::vector<std::string> names;
+  for (const LlmModel* m : llm_models(o)) {
+    names.push_back(prefill_case(*m, o));
+    names.push_back(decode_case(*m, o));
+  }
+  return names;
+}
+
+void add_llm_rows(const BenchOptions& o, BenchTable& table) {
+  LlmRows rows;
+  for (const LlmModel* m : llm_models(o)) {
+    if (!o.wants(prefill_case(*m, o)) && !o.wants(decode_case(*m, o))) continue;
+    try {
+      const auto t0 = Clock::now();
+      const std::unique_ptr<io::BasicWeightStore> store = random_store(*m);
+      std::printf("  llm %s: random f32 weights, %s (%s with the tied classifier's copy) in %.1f s\n", m->name,
+                  mib(weight_bytes(*store)).c_str(), mib(static_cast<double>(store->total_bytes())).c_str(),
+                  seconds_since(t0));
+      for (int t : o.threads) llm_case(*m, *store, t, o, table, rows);
+    } catch (const std::exception& e) {
+      table.fail(std::string("llm ") + m->name, e.what());
+    }
+  }
+  // Prefill rows then decode rows: one table each (rows with the same peers).
+  for (BenchRow& r : rows.prefill) table.add(std::move(r));
+  for (BenchRow& r : rows.decode) table.add(std::move(r));
+}
+
+int write_llm_models(const BenchOptions& o) {
+  const fs::path dir = o.write_models_dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    std::fprintf(stderr, "radix bench: --write-models: cannot create %s: %s\n", dir.c_str(), ec.message().c_str());
+    return 1;
+  }
+  int written = 0;
+  for (const LlmModel* m : llm_models(o)) {
+    if (!o.wants(prefill_case(*m, o)) && !o.wants(decode_case(*m, o))) continue;
+    const std::unique_ptr<io::BasicWeightStore> store = random_store(*m);
+    const std::string stem = (dir / (std::string(m->name) + "-random")).string();
+    struct Out {
+      std::string path, what;
+      std::function<Status()> write;
+    };
+    const std::vector<Out> outs = {
+        {stem + ".safetensors", "Radix names + llama2c.* metadata (radix generate)",
+         [&] { return io::write_safetensors(stem + ".safetensors", *store); }},
+        {stem + ".gguf", "llama.cpp names, F32, placeholder vocabulary",
+         [&] { return write_gguf(stem + ".gguf", *m, *store); }},
+        {stem + ".bin", "llama2.c checkpoint", [&] { return write_llama2c(stem + ".bin", *m, *store); }},
+    };
+    for (const Out& out : outs) {
+      Status s = out.write();
+      if (s.ok()) s = verify_written(out.path, *store);
+      if (!s.ok()) {
+        std::fprintf(stderr, "radix bench: --write-models: %s\n", s.to_string().c_str());
+        return 1;
+      }
+      std::printf("wrote %s (%s; %s): reopened, same configuration and tensors\n", out.path.c_str(),
+                  mib(static_cast<double>(fs::file_size(out.path))).c_str(), out.what.c_str());
+      ++written;
+    }
+  }
+  if (written == 0) {
+    std::string all;
+    for (const std::string& n : llm_case_names(o)) all += "\n  " + n;
+    std::fprintf(stderr, "radix bench: --write-models: no LLM case matches --filter '%s'; the cases are:%s\n",
+                 o.filter.c_str(), all.c_str());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace radix::cli::bench
