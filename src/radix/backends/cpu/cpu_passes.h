@@ -21,6 +21,10 @@ std::unique_ptr<mlir::Pass> create_materialize_reduction_indices_pass();
 // buffers becomes linalg.copy (loops) instead of a runtime-library call.
 std::unique_ptr<mlir::Pass> create_strided_copies_to_loops_pass();
 
+// "radix-fuse-elementwise": linalg elementwise fusion between generics only
+// (upstream's pass also turns named matmuls fed by a reshape into generics).
+std::unique_ptr<mlir::Pass> create_fuse_elementwise_pass();
+
 // "radix-scalar-vector-transfers": one-element vector transfers become
 // memref.load / memref.store (a 0-D read of a strided buffer does not lower).
 std::unique_ptr<mlir::Pass> create_scalar_vector_transfers_pass();

@@ -25,7 +25,7 @@ const PipelineStage kStages[] = {
     {"dps", "inline,symbol-dce,radix-results-to-destinations"},
     // Unit dims of generics folded away (a keep-dims reduction [r, 1, c] -> [r]):
     // the row-fusion groups of the schedule need every op over the same loops.
-    {"fuse", "func.func(linalg-fuse-elementwise-ops),linalg-fold-unit-extent-dims,canonicalize,cse,radix-untie-shared-inits"},
+    {"fuse", "radix-fuse-elementwise,linalg-fold-unit-extent-dims,canonicalize,cse,radix-untie-shared-inits"},
     // The pipeline runs first, then the generated transform script. No cse
     // here: it would merge the inits that radix-untie-shared-inits separated.
     {"schedule", "radix-materialize-reduction-indices"},
@@ -64,6 +64,7 @@ void register_cpu_passes() {
     mlir::registerPass(create_materialize_reduction_indices_pass);
     mlir::registerPass(create_strided_copies_to_loops_pass);
     mlir::registerPass(create_scalar_vector_transfers_pass);
+    mlir::registerPass(create_fuse_elementwise_pass);
     return true;
   }();
   (void)done;
