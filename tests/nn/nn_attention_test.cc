@@ -131,6 +131,57 @@ TEST(NnAttention, KvCacheDecodeEqualsFullAttention) {
   });
 }
 
+// A head-major cache [b, hkv, max_t, d] gives the same outputs as full
+// attention, step by step (prefill 3, then 2 decode steps), and holds each
+// head's keys contiguously: entry [0, h, j, :] is key j of head h.
+TEST(NnAttention, HeadMajorCacheDecodeEqualsFullAttention) {
+  on_every_schedule([&] {
+    const int64_t B = 1, TOTAL = 5, MAXT = 8, HQ = 4, HKV = 2, D = 8;
+    const Shape qall(DType::kF32, {B, TOTAL, HQ, D}), kall(DType::kF32, {B, TOTAL, HKV, D});
+    Vals q = quantize(DType::kF32, rand_vals(static_cast<size_t>(qall.count()), -1, 1, 17));
+    Vals k = quantize(DType::kF32, rand_vals(static_cast<size_t>(kall.count()), -1, 1, 18));
+    Vals v = quantize(DType::kF32, rand_vals(static_cast<size_t>(kall.count()), -1, 1, 19));
+    Vals want = naive_attention(q, k, v, B, TOTAL, TOTAL, HQ, HKV, D, [](auto, int64_t i, int64_t j) { return j <= i; });
+    const Shape cache(DType::kF32, {B, HKV, MAXT, D}), pos(DType::kI32);
+    auto step = [](Tensor q, Tensor k, Tensor v, Tensor ck, Tensor cv, Tensor p) {
+      nn::CachedAttentionOptions o;
+      o.layout = nn::CacheLayout::kHeadMajor;
+      nn::CachedAttention<> r = nn::cached_attention(q, k, v, ck, cv, p, o);
+      return std::vector<Tensor>{r.out, r.cache_k, r.cache_v};
+    };
+    auto rows = [](const Vals& x, int64_t H, int64_t from, int64_t n) {
+      return Vals(x.begin() + from * H * D, x.begin() + (from + n) * H * D);
+    };
+    Vals ck(static_cast<size_t>(cache.count()), 0), cv = ck, got;
+    int64_t at = 0;
+    for (int64_t n : {3, 1, 1}) {
+      SCOPED_TRACE("step at " + std::to_string(at));
+      const Shape qs(DType::kF32, {B, n, HQ, D}), ks(DType::kF32, {B, n, HKV, D});
+      Outs o = run(step, {rows(q, HQ, at, n), rows(k, HKV, at, n), rows(v, HKV, at, n), ck, cv, {static_cast<Val>(at)}},
+                   qs, ks, ks, cache, cache, pos);
+      got.insert(got.end(), o.values[0].begin(), o.values[0].end());
+      ck = o.values[1], cv = o.values[2];
+      at += n;
+    }
+    Vals want_k(static_cast<size_t>(cache.count()), 0);
+    for (int64_t j = 0; j < TOTAL; ++j)
+      for (int64_t h = 0; h < HKV; ++h)
+        for (int64_t d = 0; d < D; ++d)
+          want_k[static_cast<size_t>((h * MAXT + j) * D + d)] = k[static_cast<size_t>((j * HKV + h) * D + d)];
+    EXPECT_TRUE(close(ck, want_k, DType::kF32));
+    EXPECT_TRUE(close(got, want, DType::kF32, 2e-5, 2e-6));
+  });
+  // A token-major cache under the head-major option is refused with the layout.
+  auto r = compile_fn(testing::cpu(), [](Tensor q, Tensor k, Tensor v, Tensor ck, Tensor cv, Tensor p) {
+    nn::CachedAttentionOptions o;
+    o.layout = nn::CacheLayout::kHeadMajor;
+    return nn::cached_attention(q, k, v, ck, cv, p, o).out;
+  }, Shape(DType::kF32, {1, 1, 4, 8}), Shape(DType::kF32, {1, 1, 2, 8}), Shape(DType::kF32, {1, 1, 2, 8}),
+     Shape(DType::kF32, {1, 8, 2, 8}), Shape(DType::kF32, {1, 8, 2, 8}), Shape(DType::kI32));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("[b, hkv, max_t, hd]"), std::string::npos) << r.status().message();
+}
+
 TEST(NnAttention, NonCausalCacheSeesOnlyWrittenEntries) {
   on_every_schedule([&] {
     const int64_t S = 2, MAXT = 6, H = 1, D = 4;

@@ -29,15 +29,19 @@ void check_qkv(const char* layer, const Tensor& q, const Tensor& k, const Tensor
 }
 
 // The attention core on checked operands.
-Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, std::optional<double> scale) {
-  const int64_t hq = q.shape().dim(2), hkv = k.shape().dim(2), hd = q.shape().dim(3);
+// k / v are [b, t, hkv, *], or [b, hkv, t, *] when head_major.
+Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, std::optional<double> scale,
+              bool head_major = false) {
+  const int64_t hq = q.shape().dim(2), hkv = k.shape().dim(head_major ? 1 : 2), hd = q.shape().dim(3);
   const DType cd = detail::compute_dtype(q.dtype());
   auto up = [&](const Tensor& t) { return t.dtype() == cd ? t : convert(t, cd); };
   // Own tags internally, so any caller tags (or none) work: q splits its heads
   // into (kv head, group) so each group contracts with its kv head.
   Tensor qt = split_axis(up(q).with_tags({"b", "s", "h", "d"}), 2, {hkv, hq / hkv}, {"kh", "g"});  // [b,s,kh,g,d]
-  Tensor kt = up(k).with_tags({"b", "t", "kh", "d"});
-  Tensor vt = up(v).with_tags({"b", "t", "kh", "e"});
+  // Contractions match axes by tag, so either layout works; head-major is
+  // already [batch, t, d] and is read in place.
+  Tensor kt = head_major ? up(k).with_tags({"b", "kh", "t", "d"}) : up(k).with_tags({"b", "t", "kh", "d"});
+  Tensor vt = head_major ? up(v).with_tags({"b", "kh", "t", "e"}) : up(v).with_tags({"b", "t", "kh", "e"});
   Tensor scores = dot(qt, kt, "d");  // [b, kh, s, g, t]
   scores = scores * scale.value_or(1.0 / std::sqrt(static_cast<double>(hd)));
   if (mask) {
@@ -70,23 +74,29 @@ CachedAttention<> cached_attention(const Tensor& q, const Tensor& k_new, const T
   };
   check_qkv(layer, q, k_new, v_new, nullptr);
   req(pos.rank() == 0 && is_integer(pos.dtype()), "pos must be a rank-0 integer tensor");
-  req(cache_k.rank() == 4 && cache_v.rank() == 4, "caches must be rank 4: [b, max_t, hkv, hd]");
+  const bool head_major = opts.layout == CacheLayout::kHeadMajor;
+  const char* layout = head_major ? "[b, hkv, max_t, hd]" : "[b, max_t, hkv, hd]";
+  const int t_axis = head_major ? 2 : 1, h_axis = head_major ? 1 : 2;
+  req(cache_k.rank() == 4 && cache_v.rank() == 4, std::string("caches must be rank 4: ") + layout);
   req(cache_k.dtype() == k_new.dtype() && cache_v.dtype() == v_new.dtype(), "caches must have k / v's dtype");
   const Shape &ks = k_new.shape(), &vs = v_new.shape(), &ck = cache_k.shape(), &cv = cache_v.shape();
-  req(ck.dim(0) == ks.dim(0) && ck.dim(2) == ks.dim(2) && ck.dim(3) == ks.dim(3) && cv.dim(0) == vs.dim(0) &&
-          cv.dim(2) == vs.dim(2) && cv.dim(3) == vs.dim(3) && ck.dim(1) == cv.dim(1),
-      "caches must be [b, max_t, hkv, hd] matching k / v");
-  req(ks.dim(1) <= ck.dim(1), "more new tokens than cache entries");
+  req(ck.dim(0) == ks.dim(0) && ck.dim(h_axis) == ks.dim(2) && ck.dim(3) == ks.dim(3) && cv.dim(0) == vs.dim(0) &&
+          cv.dim(h_axis) == vs.dim(2) && cv.dim(3) == vs.dim(3) && ck.dim(t_axis) == cv.dim(t_axis),
+      std::string("caches must be ") + layout + " matching k / v");
+  req(ks.dim(1) <= ck.dim(t_axis), "more new tokens than cache entries");
   req(opts.window >= 0, "window must be >= 0");
   req(opts.causal || opts.window == 0, "a window needs causal");
-  const int64_t s = q.shape().dim(1), max_t = ck.dim(1);
+  const int64_t s = q.shape().dim(1), max_t = ck.dim(t_axis);
   // Written by position (axis 1), so cache tags need not match k / v's.
   // dynamic_update_slice emits an invalid arith.extsi i64 -> i64 for an i64
   // start (ops_index.cc), so an i64 pos goes in as i32, clamped first (the
   // op clamps anyway, so this keeps its result).
   Tensor start = pos.dtype() == DType::kI64 ? convert(clamp(pos, 0.0, static_cast<double>(max_t)), DType::kI32) : pos;
-  Tensor nk = dynamic_update_slice(cache_k, k_new.with_tags(ck.tags()), {{1, start}});
-  Tensor nv = dynamic_update_slice(cache_v, v_new.with_tags(cv.tags()), {{1, start}});
+  // Head-major: the s new tokens are transposed to [b, hkv, s, *] first
+  // (s x hkv x hd values, not the cache).
+  auto to_layout = [&](const Tensor& x) { return head_major ? transpose(x, {0, 2, 1, 3}) : x; };
+  Tensor nk = dynamic_update_slice(cache_k, to_layout(k_new).with_tags(ck.tags()), {{t_axis, start}});
+  Tensor nv = dynamic_update_slice(cache_v, to_layout(v_new).with_tags(cv.tags()), {{t_axis, start}});
   Tensor mask;
   if (opts.causal) {
     mask = causal_mask(s, max_t, pos, opts.window);
@@ -95,7 +105,7 @@ CachedAttention<> cached_attention(const Tensor& q, const Tensor& k_new, const T
     const Shape qk(DType::kI64, {s, max_t}, {"s", "t"});
     mask = lt(broadcast(iota(max_t, DType::kI64), qk, {1}), detail::as_dtype(pos, DType::kI64) + static_cast<double>(s));
   }
-  return {attend(q, nk, nv, &mask, opts.scale), nk, nv};
+  return {attend(q, nk, nv, &mask, opts.scale, head_major), nk, nv};
 }
 
 }  // namespace radix::nn

@@ -34,13 +34,23 @@ struct CachedAttention {
   template <class V> void visit(V&& v) { v("out", out); v("cache_k", cache_k); v("cache_v", cache_v); }
 };
 
+// How a KV cache is laid out in memory.
+enum class CacheLayout {
+  kTokenMajor,  // [b, max_t, hkv, hd]: one token's heads together (as k / v arrive)
+  kHeadMajor,   // [b, hkv, max_t, hd]: one head's tokens together — attention
+                // then reads the cache in place (no per-call transpose of it),
+                // which a decode step over a long cache needs
+};
+
 struct CachedAttentionOptions {
   std::optional<double> scale;  // default 1 / sqrt(hd)
   bool causal = true;           // false: every new token sees all of [0, pos + s)
   int64_t window = 0;           // > 0: sliding window of that many keys (causal only)
+  CacheLayout layout = CacheLayout::kTokenMajor;
 };
 
-// Writes k_new / v_new [b, s, hkv, *] into the caches at token `pos` (a
+// Writes k_new / v_new [b, s, hkv, *] into the caches (laid out as
+// opts.layout says) at token `pos` (a
 // rank-0 integer tensor) with dynamic_update_slice, then attends q [b, s,
 // hq, hd] over the cache with a mask over all max_t entries (static shapes):
 // query i (at position pos + i) sees key j iff j <= pos + i (causal) or

@@ -36,7 +36,9 @@ std::tuple<Tensor, Tensor, Tensor> layer_forward(const LlamaLayer<Tensor>& l, Te
   ro.theta = theta;
   q = nn::rope(q, pos, ro);
   k = nn::rope(k, pos, ro);
-  nn::CachedAttention<> a = nn::cached_attention(q, k, v, cache_k, cache_v, pos);
+  nn::CachedAttentionOptions ao;
+  ao.layout = nn::CacheLayout::kHeadMajor;  // a decode step reads the cache in place
+  nn::CachedAttention<> a = nn::cached_attention(q, k, v, cache_k, cache_v, pos, ao);
   x = x + proj(reshape(a.out, {1, s, dim}), l.wo);
   Tensor h2 = nn::rms_norm(x, l.ffn_norm, -1, eps);
   x = x + proj(silu(proj(h2, l.w1)) * proj(h2, l.w3), l.w2);
@@ -158,7 +160,7 @@ Llama<Shape> llama_shapes(const LlamaConfig& c) {
 
 KvCache<Shape> kv_cache_shapes(const LlamaConfig& c) {
   KvCache<Shape> kv;
-  Shape s(c.dtype, {1, c.seq_len, c.n_kv_heads, c.head_dim()});
+  Shape s(c.dtype, {1, c.n_kv_heads, c.seq_len, c.head_dim()});  // head-major (nn::CacheLayout)
   kv.k.assign(static_cast<size_t>(c.n_layers), s);
   kv.v.assign(static_cast<size_t>(c.n_layers), s);
   return kv;

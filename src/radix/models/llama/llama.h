@@ -78,7 +78,7 @@ struct LlamaLayer {
 
 template <class T>
 struct KvCache {
-  std::vector<T> k, v;  // per layer: [1, seq_len, n_kv_heads, head_dim]
+  std::vector<T> k, v;  // per layer: [1, n_kv_heads, seq_len, head_dim] (head-major)
   template <class V> void visit(V&& vis) { vis("k", k); vis("v", v); }
 };
 
