@@ -22,6 +22,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "radix/backends/cpu/block_pool.h"
 #include "radix/backends/cpu/cpu_pipelines.h"
 #include "radix/backends/cpu/cpu_threads.h"
 #include "radix/backends/cpu/object_jit.h"
@@ -41,9 +42,9 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-constexpr size_t kAlign = 64;
 constexpr size_t kPageSize = 4096;
 constexpr double kSlowCompileMs = 1000;  // compiles longer than this report their time
+constexpr size_t kPoolBytes = size_t{512} << 20;  // freed blocks kept for reuse, at most
 
 // Runtime support the generated code may call. LLVM lowers float -> bfloat
 // truncation to these compiler-rt routines on CPUs without native bf16
@@ -289,16 +290,23 @@ class CpuBackend : public Backend {
   // Device memory is host memory here. Pinned host memory is page-aligned
   // and locked into RAM (mlock) where RLIMIT_MEMLOCK allows; beyond the limit
   // it stays pageable, which on the CPU changes no result, only paging.
+  // Device memory (kDevice) comes from a pool of freed blocks (block_pool.h):
+  // per-call outputs reuse warm memory.
   Result<void*> allocate(size_t bytes, MemoryKind kind) override {
-    const size_t align = kind == MemoryKind::kPinnedHost ? kPageSize : kAlign;
-    size_t n = (std::max<size_t>(bytes, 1) + align - 1) / align * align;
-    void* p = std::aligned_alloc(align, n);
+    if (kind != MemoryKind::kPinnedHost) {
+      void* p = pool_.allocate(bytes);
+      if (!p) return runtime_error("cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
+      return p;
+    }
+    size_t n = (std::max<size_t>(bytes, 1) + kPageSize - 1) / kPageSize * kPageSize;
+    void* p = std::aligned_alloc(kPageSize, n);
     if (!p) return runtime_error("cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
-    if (kind == MemoryKind::kPinnedHost) (void)::mlock(p, n);
+    (void)::mlock(p, n);
     return p;
   }
   void deallocate(void* p, size_t bytes, MemoryKind kind) override {
-    if (kind == MemoryKind::kPinnedHost) (void)::munlock(p, (std::max<size_t>(bytes, 1) + kPageSize - 1) / kPageSize * kPageSize);
+    if (kind != MemoryKind::kPinnedHost) return pool_.release(p, bytes);
+    (void)::munlock(p, (std::max<size_t>(bytes, 1) + kPageSize - 1) / kPageSize * kPageSize);
     std::free(p);
   }
   Status copy_to_device(void* dst, const void* src, size_t bytes) override {
@@ -313,6 +321,9 @@ class CpuBackend : public Backend {
     if (bytes && dst != src) std::memcpy(dst, src, bytes);
     return Status();
   }
+
+ private:
+  BlockPool pool_{kPoolBytes};
 };
 
 // Registered by name when libradix loads; the runtime never includes this file.
