@@ -557,6 +557,35 @@ void rmsnorm_case(const std::string& name, int64_t rows, int64_t cols, const Ben
   }
 }
 
+// The cost of calling a prepared executable: a one-element op, so the time
+// is the call itself (argument checks, output allocation from the pool,
+// descriptors, the jump into compiled code). Peer: a malloc + free of the
+// output and an indirect call — what any runtime pays at least.
+void empty_call_case(const std::string& name, const BenchOptions& o, BenchTable& table) {
+  const Shape s(DType::kF32, {1});
+  const Buffer x = unwrap(platform().buffer(s, std::vector<float>{1.f}), name + ": input");
+  auto exe = compile_radix(name, 1, [](Tensor a) { return a + 1.0; }, s);
+  const Buffer y = unwrap(exe->call(x), name + ": radix call");
+  Result<std::vector<float>> host = y.to_host<float>();
+  if (!host.ok()) throw std::runtime_error(name + ": " + host.status().to_string());
+  table.check(name, {{"radix", std::fabs(static_cast<double>((*host)[0]) - 2.0)}}, 1e-6, "|x-ref|");
+  volatile float sink = 0;
+  void (*volatile indirect)(float*) = [](float* p) { p[0] += 1.f; };
+  const std::vector<Contender> cs = {
+      {"radix", [&] { Buffer out = unwrap(exe->call(x), name); }, {}},
+      {"malloc+call", [&] {
+         auto* p = static_cast<float*>(std::malloc(64));
+         p[0] = sink;
+         indirect(p);
+         sink = p[0];
+         std::free(p);
+       }, {}}};
+  const std::vector<double> sec = measure_interleaved(cs, o);
+  BenchRow row{name, 1, "Mcalls/s", 1e-6 / sec[0], {{"malloc+call", 1e-6 / sec[1]}},
+               "radix " + std::to_string(static_cast<int>(sec[0] * 1e9)) + " ns per call"};
+  table.add(std::move(row));
+}
+
 // Runs one case, turning an exception into a failed check, so the other
 // cases still run.
 void guarded(const std::string& name, BenchTable& table, const std::function<void()>& fn) {
@@ -601,6 +630,8 @@ std::vector<KernelCase> kernel_cases(const BenchOptions& o) {
   cases.push_back({ew, [=](const BenchOptions& op, BenchTable& t) { elementwise_case(ew, elems, op, t); }});
   cases.push_back({sm, [=](const BenchOptions& op, BenchTable& t) { softmax_case(sm, rows, cols, op, t); }});
   cases.push_back({rn, [=](const BenchOptions& op, BenchTable& t) { rmsnorm_case(rn, rows, cols, op, t); }});
+  // Calls per second of an empty executable (one thread: the call's own cost).
+  cases.push_back({"empty call", [](const BenchOptions& op, BenchTable& t) { empty_call_case("empty call", op, t); }});
   return cases;
 }
 
