@@ -78,11 +78,17 @@ std::vector<const LlmModel*> llm_models(const BenchOptions& o) {
   return ms;
 }
 
-std::string prefill_case(const LlmModel& m, const BenchOptions& o) {
-  return "llm " + std::string(m.name) + " f32 prefill " + std::to_string(llm_sizes(o).prefill);
+// The weights' dtypes each model runs in: f32, and bf16 (the matrices in
+// memory as bf16, activations f32: half the bytes a decode step reads).
+constexpr DType kWeightDtypes[] = {DType::kF32, DType::kBF16};
+
+std::string prefill_case(const LlmModel& m, DType wd, const BenchOptions& o) {
+  return "llm " + std::string(m.name) + " " + std::string(dtype_name(wd)) + " prefill " +
+         std::to_string(llm_sizes(o).prefill);
 }
-std::string decode_case(const LlmModel& m, const BenchOptions& o) {
-  return "llm " + std::string(m.name) + " f32 decode " + std::to_string(llm_sizes(o).decode);
+std::string decode_case(const LlmModel& m, DType wd, const BenchOptions& o) {
+  return "llm " + std::string(m.name) + " " + std::string(dtype_name(wd)) + " decode " +
+         std::to_string(llm_sizes(o).decode);
 }
 
 // FNV-1a: a tensor's seed from its name, the same in every build.
@@ -244,12 +250,17 @@ struct LlmRows {
 };
 
 // Loads, checks and times one model at thread count t.
-void llm_case(const LlmModel& m, const io::WeightStore& store, int t, const BenchOptions& o, BenchTable& table,
-              LlmRows& rows) {
+void llm_case(const LlmModel& m, const io::WeightStore& store, DType wd, int t, const BenchOptions& o,
+              BenchTable& table, LlmRows& rows) {
   const LlmSizes sz = llm_sizes(o);
-  const std::string pname = prefill_case(m, o), dname = decode_case(m, o);
+  const std::string pname = prefill_case(m, wd, o), dname = decode_case(m, wd, o);
   const bool want_prefill = o.wants(pname), want_decode = o.wants(dname);
-  const std::string tag = "llm " + std::string(m.name) + " t=" + std::to_string(t);
+  if (!want_prefill && !want_decode) return;
+  const std::string wname(dtype_name(wd));
+  const std::string tag = "llm " + std::string(m.name) + " " + wname + " t=" + std::to_string(t);
+  // Bytes in memory relative to the f32 store (every matrix converted on load;
+  // the norms, converted too in this count, are under 0.1% of them).
+  const double shrink = static_cast<double>(dtype_size(wd)) / sizeof(float);
   static const Platform cpu = Platform::cpu();
 
   // Cold compile (a cache miss, stored), then a fresh generator from the
@@ -258,6 +269,7 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, int t, const Benc
   models::LlamaGenerator::Options go;
   go.name = m.name;
   go.compile.codegen.cpu.threads = t;
+  go.weight_dtype = wd;
   go.compile.cache_dir = cache.path();
   double cold_load_ms, cold_compile_ms;
   CompileStats::Cache cold_cache;
@@ -270,9 +282,9 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, int t, const Benc
   }
   auto gen = must(models::LlamaGenerator::load(cpu, store, go), tag + ": load (cached)");
   must(gen->compile_step(sz.prefill), tag + ": compile the prefill step (cached)");
-  std::printf("  %s: load %.0f ms (%s of f32 weights, from memory), compile decode + prefill %lld: cold %.0f ms "
+  std::printf("  %s: load %.0f ms (%s of %s weights, from memory), compile decode + prefill %lld: cold %.0f ms "
               "(cache %s), again %.0f ms (cache %s; load %.0f ms)\n",
-              tag.c_str(), cold_load_ms, mib(static_cast<double>(store.total_bytes())).c_str(),
+              tag.c_str(), cold_load_ms, mib(static_cast<double>(store.total_bytes()) * shrink).c_str(), wname.c_str(),
               static_cast<long long>(sz.prefill), cold_compile_ms, cache_result_name(cold_cache), gen->compile_ms(),
               cache_result_name(gen->cache()), gen->load_ms());
   std::fflush(stdout);
@@ -292,7 +304,7 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, int t, const Benc
 
   // The peers' data: a buffer as large as a decode step's reads; the
   // representative sgemm's operands.
-  const double bytes_per_token = decode_bytes_per_token(store);
+  const double bytes_per_token = decode_bytes_per_token(store) * shrink;
   std::vector<float> weights_copy;
   std::unique_ptr<ParallelRead> reader;
   if (want_decode) {
@@ -370,9 +382,9 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, int t, const Benc
   if (want_decode) {
     const bool in_llc = o.l3_bytes > 0 && bytes_per_token <= static_cast<double>(o.l3_bytes);
     std::snprintf(note, sizeof note,
-                  "%sweights %s f32 (tied classifier), %s read per token (all but the embedding table); read %.1f "
+                  "%sweights %s %s (tied classifier), %s read per token (all but the embedding table); read %.1f "
                   "GB/s%s; KV cache reads not counted",
-                  failed.c_str(), mib(weight_bytes(store)).c_str(), mib(bytes_per_token).c_str(),
+                  failed.c_str(), mib(weight_bytes(store) * shrink).c_str(), wname.c_str(), mib(bytes_per_token).c_str(),
                   bytes_per_token / read_s / 1e9, in_llc ? " (fits in the LLC)" : "");
     rows.decode.push_back({dname, t, "tok/s", static_cast<double>(sz.decode) / decode_s, {{"roofline", 1.0 / read_s}},
                            note});
@@ -570,24 +582,28 @@ Status verify_written(const std::string& path, const io::WeightStore& src) {
 
 std::vector<std::string> llm_case_names(const BenchOptions& o) {
   std::vector<std::string> names;
-  for (const LlmModel* m : llm_models(o)) {
-    names.push_back(prefill_case(*m, o));
-    names.push_back(decode_case(*m, o));
-  }
+  for (const LlmModel* m : llm_models(o))
+    for (DType wd : kWeightDtypes) {
+      names.push_back(prefill_case(*m, wd, o));
+      names.push_back(decode_case(*m, wd, o));
+    }
   return names;
 }
 
 void add_llm_rows(const BenchOptions& o, BenchTable& table) {
   LlmRows rows;
   for (const LlmModel* m : llm_models(o)) {
-    if (!o.wants(prefill_case(*m, o)) && !o.wants(decode_case(*m, o))) continue;
+    bool wanted = false;
+    for (DType wd : kWeightDtypes) wanted |= o.wants(prefill_case(*m, wd, o)) || o.wants(decode_case(*m, wd, o));
+    if (!wanted) continue;
     try {
       const auto t0 = Clock::now();
       const std::unique_ptr<io::BasicWeightStore> store = random_store(*m);
       std::printf("  llm %s: random f32 weights, %s (%s with the tied classifier's copy) in %.1f s\n", m->name,
                   mib(weight_bytes(*store)).c_str(), mib(static_cast<double>(store->total_bytes())).c_str(),
                   seconds_since(t0));
-      for (int t : o.threads) llm_case(*m, *store, t, o, table, rows);
+      for (DType wd : kWeightDtypes)
+        for (int t : o.threads) llm_case(*m, *store, wd, t, o, table, rows);
     } catch (const std::exception& e) {
       table.fail(std::string("llm ") + m->name, e.what());
     }
@@ -607,7 +623,9 @@ int write_llm_models(const BenchOptions& o) {
   }
   int written = 0;
   for (const LlmModel* m : llm_models(o)) {
-    if (!o.wants(prefill_case(*m, o)) && !o.wants(decode_case(*m, o))) continue;
+    bool wanted = false;
+    for (DType wd : kWeightDtypes) wanted |= o.wants(prefill_case(*m, wd, o)) || o.wants(decode_case(*m, wd, o));
+    if (!wanted) continue;
     const std::unique_ptr<io::BasicWeightStore> store = random_store(*m);
     const std::string stem = (dir / (std::string(m->name) + "-random")).string();
     struct Out {
