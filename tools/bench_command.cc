@@ -192,7 +192,6 @@ std::vector<double> measure_interleaved(const std::vector<Contender>& cs, const 
 #define RADIX_BENCH_READ_CLONES
 #endif
 
-namespace {
 // 16 partial sums: -O3 vectorizes them without -ffast-math.
 RADIX_BENCH_READ_CLONES double sum_floats(const float* p, size_t n) {
   constexpr int kLanes = 16;
@@ -205,6 +204,7 @@ RADIX_BENCH_READ_CLONES double sum_floats(const float* p, size_t n) {
   for (float a : acc) s += a;
   return s;
 }
+namespace {
 volatile double g_read_sink;  // keeps the sums alive
 }  // namespace
 

@@ -96,6 +96,10 @@ struct Contender {
 // contender, in order.
 std::vector<double> measure_interleaved(const std::vector<Contender>& contenders, const BenchOptions& opts);
 
+// The sum of n floats, vectorized (the 'read' peer: the machine's read
+// bandwidth when the data is larger than the caches).
+double sum_floats(const float* p, size_t n);
+
 // Max over i of |got[i] - ref[i]| / max(|ref[i]|, floor): relative where the
 // reference is above `floor`, absolute (scaled by floor) below. NaN-safe: a
 // NaN anywhere gives NaN (which fails every check).

@@ -177,16 +177,6 @@ volatile double g_sink;  // keeps the read loop's sum alive
 
 constexpr int kLanes = 16;
 
-RADIX_BENCH_CLONES double sum_floats(const float* p, size_t n) {
-  float acc[kLanes] = {};
-  size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] += p[i + j];
-  double s = 0;
-  for (; i < n; ++i) s += p[i];
-  for (float a : acc) s += a;
-  return s;
-}
 
 RADIX_BENCH_CLONES void chain_loop(const float* a, const float* b, const float* c, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = std::max(a[i] * b[i] + c[i], 0.f) * 0.5f - a[i];

@@ -176,25 +176,29 @@ TEST_F(Llama, GreedyFromBosWritesTheKnownOpening) {
   EXPECT_EQ(st.decode_tokens, 39) << "40 positions: BOS + 39 decode steps (+ the last sample)";
 }
 
-TEST_F(Llama, LogitsMatchAPlainLoopReference) {
-  Ref ref(kModel);
-  ASSERT_TRUE(gen_->reset().ok());
-  // BOS, then the reference's own greedy choices, for 6 positions.
+// From a reset generator: BOS, then the reference's own greedy choices, for
+// 6 positions; the logits within 1e-4 of the largest logit (f32 with the
+// polynomial exp against f64 loops over 5 layers of width 64-172).
+void expect_logits_match(models::LlamaGenerator& gen, Ref& ref) {
   int token = 1;
   for (int pos = 0; pos < 6; ++pos) {
     std::vector<double> want = ref.forward(token, pos);
-    std::vector<float> got = must(gen_->forward(std::span<const int32_t>(&token, 1)));
+    std::vector<float> got = must(gen.forward(std::span<const int32_t>(&token, 1)));
     ASSERT_EQ(got.size(), want.size());
     double max_err = 0, max_abs = 0;
     for (size_t i = 0; i < got.size(); ++i) {
       max_err = std::max(max_err, std::fabs(got[i] - want[i]));
       max_abs = std::max(max_abs, std::fabs(want[i]));
     }
-    // f32 (with polynomial exp) against f64 loops over 5 layers of width 64-172:
-    // 1e-4 of the largest logit.
     EXPECT_LT(max_err, 1e-4 * max_abs) << "position " << pos << " (largest logit " << max_abs << ")";
     token = static_cast<int>(std::max_element(want.begin(), want.end()) - want.begin());
   }
+}
+
+TEST_F(Llama, LogitsMatchAPlainLoopReference) {
+  Ref ref(kModel);
+  ASSERT_TRUE(gen_->reset().ok());
+  expect_logits_match(*gen_, ref);
 }
 
 // bf16 weights (converted on load; activations f32): the logits of the
@@ -206,19 +210,7 @@ TEST_F(Llama, Bf16WeightsMatchTheReferenceOnRoundedWeights) {
   o.weight_dtype = DType::kBF16;
   auto gen = must(models::LlamaGenerator::load(cpu(), *store_, o));
   EXPECT_EQ(gen->config().weight_dtype, DType::kBF16);
-  int token = 1;
-  for (int pos = 0; pos < 6; ++pos) {
-    std::vector<double> want = ref.forward(token, pos);
-    std::vector<float> got = must(gen->forward(std::span<const int32_t>(&token, 1)));
-    ASSERT_EQ(got.size(), want.size());
-    double max_err = 0, max_abs = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      max_err = std::max(max_err, std::fabs(got[i] - want[i]));
-      max_abs = std::max(max_abs, std::fabs(want[i]));
-    }
-    EXPECT_LT(max_err, 1e-4 * max_abs) << "position " << pos << " (largest logit " << max_abs << ")";
-    token = static_cast<int>(std::max_element(want.begin(), want.end()) - want.begin());
-  }
+  expect_logits_match(*gen, ref);
   // f64 activations with bf16 weights is not a supported pairing.
   models::LlamaConfig bad = gen->config();
   bad.dtype = DType::kF64;
