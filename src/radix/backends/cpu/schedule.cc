@@ -48,6 +48,7 @@ constexpr int64_t kBlockN = 256;
 constexpr std::initializer_list<int64_t> kBlockMAvx512 = {256, 128, 64}, kBlockKAvx512 = {512, 256};
 constexpr std::initializer_list<int64_t> kBlockMAvx2 = {64}, kBlockKAvx2 = {256};
 constexpr int64_t kRegK = 4;
+constexpr int64_t kPackCopyK = 8;  // K rows per vectorized step of B's packing copy
 // Register tile rows: accumulators = reg_m * kPanelVectors must leave room for
 // the B vectors and the A broadcast: 4 x 2 = 8 of 16 ymm, 8 x 2 = 16 of 32 zmm.
 int64_t packed_reg_m(const VectorIsa& isa) { return isa.registers >= 32 ? 8 : 4; }
@@ -321,6 +322,18 @@ void emit_packed_matmul(std::ostringstream& body, const std::string& id, const V
        << "    %" << p << "x0, %" << p << "x1, %" << p << "x2 = transform.structured.lower_pack %" << p
        << "bt : (!transform.op<\"linalg.pack\">) -> (!transform.op<\"tensor.pad\">, "
           "!transform.op<\"tensor.expand_shape\">, !transform.op<\"linalg.transpose\">)\n"
+       // B's packing copy, vectorized (a p-wide panel row per vector when B is
+       // [K, N]; a p x 8 transpose when it is [N, K]) and split over threads
+       // by panel: otherwise a scalar copy of all of B, on one core, per call.
+       << "    %" << p << "xc = transform.cast %" << p
+       << "x2 : !transform.op<\"linalg.transpose\"> to !transform.any_op\n";
+  std::string bt = p + "xc";
+  if (threads > 1) {
+    emit_forall(body, bt, p + "xf", {1, 0, 0});
+    bt = p + "xf";
+  }
+  emit_tile(body, bt, p + "xt", {1, kPackCopyK, 0});
+  body << "    transform.structured.vectorize %" << p << "xt : !transform.any_op\n"
        << "    %" << p << "y0, %" << p << "y1, %" << p << "y2 = transform.structured.lower_pack %" << p
        << "c : (!transform.op<\"linalg.pack\">) -> (!transform.op<\"tensor.pad\">, "
           "!transform.op<\"tensor.expand_shape\">, !transform.op<\"linalg.transpose\">)\n"
