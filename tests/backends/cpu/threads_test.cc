@@ -56,12 +56,12 @@ Compiled run_on(int threads, Fn fn, const std::vector<Shape>& shapes) {
   return c;
 }
 
-// 1 thread: no OpenMP call (a row-fusion loop is an scf.forall in the script
-// but lowers to a plain loop); 2 and 3 threads: a forall run by OpenMP, and
-// the same bits as 1 thread.
+// 1 thread: no forall, no OpenMP call; 2 and 3 threads: both, and the same
+// bits as 1 thread.
 template <class Fn>
 std::vector<float> expect_thread_independent(const char* what, Fn fn, const std::vector<Shape>& shapes) {
   Compiled one = run_on(1, fn, shapes);
+  EXPECT_EQ(one.script.find("tile_using_forall"), std::string::npos) << what;
   EXPECT_EQ(one.llvm_ir.find("__kmpc_fork_call"), std::string::npos) << what;
   for (int t : {2, 3}) {
     Compiled many = run_on(t, fn, shapes);

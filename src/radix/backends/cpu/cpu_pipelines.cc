@@ -41,7 +41,7 @@ const PipelineStage kStages[] = {
     // wrapped in (nothing is stack-allocated in it), which convert-scf-to-cf
     // would otherwise leave invalid with several blocks.
     {"lower",
-     "@forall@,canonicalize,"
+     "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=@threads@},canonicalize,"
      "convert-vector-to-scf{full-unroll},convert-linalg-to-loops,"
      "expand-strided-metadata,lower-affine,"
      "func.func(math-extend-to-supported-types,"
@@ -97,17 +97,13 @@ const std::vector<std::string>& cpu_stage_names() {
 }
 
 namespace {
-// The stage's pipeline with @forall@ replaced by the lowering of scf.forall
-// for the resolved thread count.
+// The stage's pipeline with @threads@ replaced by the resolved thread count
+// (on one thread the schedule emits no scf.forall: the OpenMP passes find
+// nothing to convert).
 std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options) {
   std::string p = stage.pipeline;
-  const int threads = resolve_cpu_threads(options.threads);
-  // One thread: the schedule's only foralls are row-fusion loops; plain loops.
-  const std::string forall = threads > 1 ? "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=" +
-                                               std::to_string(threads) + "}"
-                                         : "scf-forall-to-for";
-  const std::string key = "@forall@";
-  for (size_t at = p.find(key); at != std::string::npos; at = p.find(key)) p.replace(at, key.size(), forall);
+  const std::string key = "@threads@", threads = std::to_string(resolve_cpu_threads(options.threads));
+  for (size_t at = p.find(key); at != std::string::npos; at = p.find(key)) p.replace(at, key.size(), threads);
   return p;
 }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <utility>
 
@@ -125,6 +124,15 @@ void emit_forall(std::ostringstream& os, const std::string& in, const std::strin
      << tile_list(sizes) << " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
 }
 
+// With `par` non-empty, tiles `id` into an scf.forall of those tile sizes
+// first; returns the handle the next tiling level applies to.
+std::string forall_if(std::ostringstream& os, const std::string& id, const std::vector<int64_t>& par,
+                      const std::string& suffix = "f") {
+  if (par.empty()) return id;
+  emit_forall(os, id, id + suffix, par);
+  return id + suffix;
+}
+
 // ---- Threads ----------------------------------------------------------------
 // An op is split over threads when it has at least this much work (loop
 // iterations: elements for elementwise ops, M*N*K for matmuls): an OpenMP
@@ -172,14 +180,9 @@ std::vector<int64_t> parallel_tiles(mlir::linalg::LinalgOp op, int threads, int6
 // vectorizes: elementwise ops, fills and reductions over outer axes.
 void emit_lane_tiles(std::ostringstream& os, const std::string& id, size_t n_loops, int64_t v,
                      const std::vector<int64_t>& par = {}) {
-  std::string cur = id;
-  if (!par.empty()) {
-    emit_forall(os, id, id + "f", par);
-    cur = id + "f";
-  }
   std::vector<int64_t> sizes(n_loops, 1);
   sizes.back() = v;
-  emit_tile(os, cur, id + "t", sizes);
+  emit_tile(os, forall_if(os, id, par), id + "t", sizes);
   os << "    transform.structured.vectorize %" << id << "t : !transform.any_op\n";
 }
 
@@ -281,24 +284,22 @@ void emit_packed_matmul(std::ostringstream& body, const std::string& id, const V
        << ", 0] : (!transform.any_op) -> (!transform.op<\"linalg.generic\">)\n"
        << "    %" << p << "b = transform.get_producer_of_operand %" << p
        << "[1] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.pack\">)\n";
-  if (transposed_b) {
-    // B [N, K] packs straight to [N/panel, K, panel].
-    body << "    %" << p << "g = transform.cast %" << p
-         << " : !transform.op<\"linalg.generic\"> to !transform.op<\"linalg.generic\">\n"
-         << "    %" << p << "bt = transform.cast %" << p
-         << "b : !transform.op<\"linalg.pack\"> to !transform.op<\"linalg.pack\">\n";
-  } else {
-    // B panels outermost: [N/panel, K, panel], each panel contiguous.
-    body << "    %" << p << "g, %" << p << "bt, %" << p << "u0 = transform.structured.pack_transpose %" << p
+  // The packed op and B's pack: B [N, K] packs straight to [N/panel, K,
+  // panel]; B [K, N] is transposed to it, panels outermost, each contiguous.
+  std::string g = p, bpack = p + "b";
+  if (!transposed_b) {
+    g = p + "g";
+    bpack = p + "bt";
+    body << "    %" << g << ", %" << bpack << ", %" << p << "u0 = transform.structured.pack_transpose %" << p
          << "b with_compute_op(%" << p
          << ") outer_perm = [1, 0] : (!transform.op<\"linalg.pack\">, !transform.op<\"linalg.generic\">) -> "
             "(!transform.op<\"linalg.generic\">, !transform.op<\"linalg.pack\">, !transform.any_op)\n";
   }
-  body << "    %" << p << "c = transform.get_producer_of_operand %" << p
-       << "g[2] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.pack\">)\n"
-       << "    %" << p << "u = transform.get_consumers_of_result %" << p
-       << "g[0] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.unpack\">)\n"
-       << "    %" << p << "a = transform.cast %" << p << "g : !transform.op<\"linalg.generic\"> to !transform.any_op\n";
+  body << "    %" << p << "c = transform.get_producer_of_operand %" << g
+       << "[2] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.pack\">)\n"
+       << "    %" << p << "u = transform.get_consumers_of_result %" << g
+       << "[0] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.unpack\">)\n"
+       << "    %" << p << "a = transform.cast %" << g << " : !transform.op<\"linalg.generic\"> to !transform.any_op\n";
   // The output blocks are independent: with threads they are the forall's
   // iterations (K stays inside, so each sum adds in the same order).
   if (threads > 1)
@@ -319,20 +320,17 @@ void emit_packed_matmul(std::ostringstream& body, const std::string& id, const V
        << "s : (!transform.any_op) -> !transform.any_op\n"
        << "    transform.structured.vectorize %" << id << "m {create_named_contraction} : !transform.any_op\n"
        // The packs become pad + expand_shape + transpose, the unpack transpose + collapse + copy.
-       << "    %" << p << "x0, %" << p << "x1, %" << p << "x2 = transform.structured.lower_pack %" << p
-       << "bt : (!transform.op<\"linalg.pack\">) -> (!transform.op<\"tensor.pad\">, "
+       << "    %" << p << "x0, %" << p << "x1, %" << p << "x2 = transform.structured.lower_pack %" << bpack
+       << " : (!transform.op<\"linalg.pack\">) -> (!transform.op<\"tensor.pad\">, "
           "!transform.op<\"tensor.expand_shape\">, !transform.op<\"linalg.transpose\">)\n"
        // B's packing copy, vectorized (a p-wide panel row per vector when B is
        // [K, N]; a p x 8 transpose when it is [N, K]) and split over threads
        // by panel: otherwise a scalar copy of all of B, on one core, per call.
        << "    %" << p << "xc = transform.cast %" << p
        << "x2 : !transform.op<\"linalg.transpose\"> to !transform.any_op\n";
-  std::string bt = p + "xc";
-  if (threads > 1) {
-    emit_forall(body, bt, p + "xf", {1, 0, 0});
-    bt = p + "xf";
-  }
-  emit_tile(body, bt, p + "xt", {1, kPackCopyK, 0});
+  const std::vector<int64_t> by_panel = {1, 0, 0};
+  emit_tile(body, forall_if(body, p + "xc", threads > 1 ? by_panel : std::vector<int64_t>{}), p + "xt",
+            {1, kPackCopyK, 0});
   body << "    transform.structured.vectorize %" << p << "xt : !transform.any_op\n"
        << "    %" << p << "y0, %" << p << "y1, %" << p << "y2 = transform.structured.lower_pack %" << p
        << "c : (!transform.op<\"linalg.pack\">) -> (!transform.op<\"tensor.pad\">, "
@@ -372,15 +370,12 @@ bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp op, cons
       break;
     }
   match();
-  std::string cur = id;
   std::vector<int64_t> granules(n, 1);
   granules[o] = tm;
   granules[o + 1] = tn;
-  if (auto par = parallel_tiles(op, threads, kParallelMinMatmulWork, granules); !par.empty()) {
-    emit_forall(body, cur, id + "f", par);
-    cur = id + "f";
-    ++sum.parallel;
-  }
+  const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, granules);
+  const std::string cur = forall_if(body, id, par);
+  if (!par.empty()) ++sum.parallel;
   std::vector<int64_t> tiles(n, 1), split(n, 0);
   tiles[o] = tm;
   tiles[o + 1] = tn;
@@ -481,12 +476,7 @@ std::optional<ConvTiles> pool_tiles(mlir::linalg::LinalgOp op, const VectorIsa& 
 
 void emit_conv(std::ostringstream& body, const std::string& id, const ConvTiles& t,
                const std::vector<int64_t>& par) {
-  std::string cur = id;
-  if (!par.empty()) {
-    emit_forall(body, id, id + "f", par);
-    cur = id + "f";
-  }
-  emit_tile(body, cur, id + "r", t.parallel);
+  emit_tile(body, forall_if(body, id, par), id + "r", t.parallel);
   emit_tile(body, id + "r", id + "s", t.reduction);
   body << "    %" << id << "d = transform.structured.decompose %" << id
        << "s : (!transform.any_op) -> !transform.any_op\n"
@@ -541,7 +531,7 @@ bool is_row_scalar_op(mlir::linalg::LinalgOp op, mlir::linalg::LinalgOp root) {
 }
 
 // The groups of a function, each rooted at the last op of its chain.
-std::vector<RowGroup> find_row_groups(mlir::func::FuncOp fn, const VectorIsa& isa) {
+std::vector<RowGroup> find_row_groups(mlir::func::FuncOp fn) {
   std::vector<mlir::linalg::LinalgOp> ops;
   fn.walk([&](mlir::linalg::LinalgOp op) { ops.push_back(op); });
   llvm::DenseMap<mlir::Operation*, size_t> position;
@@ -605,12 +595,16 @@ void emit_row_group(std::ostringstream& body, RowGroup g, const std::string& roo
   const size_t n = g.root.getNumLoops();
   std::vector<int64_t> rows(n, 1);
   rows.back() = 0;
-  // Always an scf.forall: fusing a producer that initializes the loop's
-  // output goes through its shared output (scf.for has no such path). One
-  // thread: the "lower" stage makes it a plain loop (scf-forall-to-for).
-  (void)parallel;
-  emit_forall(body, root_id, root_id + "g", rows);
-  std::string loop = root_id + "g_fa";
+  // The rows: an scf.forall over the threads when the group is large enough,
+  // else plain loops (the innermost row loop holds the fused members).
+  std::string loop;
+  if (parallel) {
+    emit_forall(body, root_id, root_id + "g", rows);
+    loop = root_id + "g_fa";
+  } else {
+    emit_tile(body, root_id, root_id + "g", rows);
+    loop = root_id + "g_l" + std::to_string(n - 2);
+  }
   for (size_t i = 0; i < ids.size(); ++i) {
     const std::string next = root_id + "gl" + std::to_string(i);
     body << "    %" << ids[i] << "u, %" << next << " = transform.structured.fuse_into_containing_op %" << ids[i]
@@ -734,7 +728,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
   if (requested.registers > 0) isa.registers = requested.registers;
 
   // Row-fusion groups: their members are scheduled with their root.
-  std::vector<RowGroup> groups = find_row_groups(fn, isa);
+  std::vector<RowGroup> groups = find_row_groups(fn);
   llvm::DenseMap<mlir::Operation*, RowGroup*> group_of_root;
   llvm::DenseSet<mlir::Operation*> in_group;
   for (RowGroup& g : groups) {
@@ -857,8 +851,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
         emit_tile(body, id + "b", id + "k", {0, 0, kSmallBlockK});
         cur = id + "k";
       } else if (auto par = parallel_tiles(op, threads, kParallelMinMatmulWork, {tm, tn, 1}); !par.empty()) {
-        emit_forall(body, cur, id + "f", par);
-        cur = id + "f";
+        cur = forall_if(body, cur, par);
         ++sum.parallel;
       }
       emit_tile(body, cur, id + "r", {tm, tn, 0});
@@ -883,13 +876,9 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
       }
       const auto [tm, tn] = *tile;
       match();
-      std::string cur = id;
-      if (auto par = parallel_tiles(op, threads, kParallelMinMatmulWork, {1, tm, tn, 1}); !par.empty()) {
-        emit_forall(body, cur, id + "f", par);
-        cur = id + "f";
-        ++sum.parallel;
-      }
-      emit_tile(body, cur, id + "r", {1, tm, tn, 0});
+      const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, {1, tm, tn, 1});
+      if (!par.empty()) ++sum.parallel;
+      emit_tile(body, forall_if(body, id, par), id + "r", {1, tm, tn, 0});
       emit_tile(body, id + "r", id + "s", {0, 0, 0, 1});
       body << "    transform.structured.vectorize %" << id << "s {create_named_contraction} : !transform.any_op\n";
       ++sum.matmuls;
@@ -916,12 +905,9 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
         const int64_t v = largest_divisor(ranges.back(), kElementwiseWidths);
         if (v >= 4 && ranges.back() >= 2 * v) {
           match();
-          std::string cur = id;
-          if (auto par = parallel_tiles(op, threads, kParallelMinWork, {}); !par.empty()) {
-            emit_forall(body, cur, id + "fa", par);
-            cur = id + "fa";
-            ++sum.parallel;
-          }
+          const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, {});
+          if (!par.empty()) ++sum.parallel;
+          std::string cur = forall_if(body, id, par, "fa");
           if (n > 1) {
             std::vector<int64_t> rows(n, 1);
             rows.back() = 0;
