@@ -45,12 +45,7 @@ echo "fuzz: built in $((SECONDS - start)) s"
 # an outer ASAN_OPTIONS (scripts/test-asan.sh's) does not apply to them.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-# Symbolized reports: the sanitizers look for an unversioned llvm-symbolizer.
-if [[ -z "${ASAN_SYMBOLIZER_PATH:-}" ]]; then
-  for s in llvm-symbolizer llvm-symbolizer-22 llvm-symbolizer-14; do
-    if command -v "$s" >/dev/null; then export ASAN_SYMBOLIZER_PATH="$(command -v "$s")"; break; fi
-  done
-fi
+source scripts/sanitizer-env.sh  # (the working directory is the repository root)
 
 failed=()
 RADIX_FUZZ_TMPDIR=

@@ -51,12 +51,7 @@ built=$SECONDS
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-# Symbolized reports: the sanitizers look for an unversioned llvm-symbolizer.
-if [[ -z "${ASAN_SYMBOLIZER_PATH:-}" ]]; then
-  for s in llvm-symbolizer llvm-symbolizer-22 llvm-symbolizer-14; do
-    if command -v "$s" >/dev/null; then export ASAN_SYMBOLIZER_PATH="$(command -v "$s")"; break; fi
-  done
-fi
+source scripts/sanitizer-env.sh  # (the working directory is the repository root)
 status=0
 # Fuzz.Loaders is left out: the fuzzers are ASan + UBSan builds already.
 ctest --test-dir "$BUILD" --output-on-failure -j2 --timeout 1800 \

@@ -37,6 +37,7 @@
 #include "radix/io/weight_store.h"
 #include "radix/models/llama/generator.h"
 #include "radix/radix.h"
+#include "radix/io/llama2c.h"
 #include "tools/bench_command.h"
 
 namespace radix::cli::bench {
@@ -144,14 +145,8 @@ std::unique_ptr<io::BasicWeightStore> random_store(const LlmModel& m) {
   if (Status s = store->add_view("output", store->find("tok_embeddings")->shape, *emb); !s.ok())
     throw std::runtime_error("random weights: " + s.to_string());
   auto& meta = store->mutable_metadata();
-  meta["llama2c.dim"] = std::to_string(m.dim);
-  meta["llama2c.hidden_dim"] = std::to_string(m.hidden);
-  meta["llama2c.n_layers"] = std::to_string(m.layers);
-  meta["llama2c.n_heads"] = std::to_string(m.heads);
-  meta["llama2c.n_kv_heads"] = std::to_string(m.kv_heads);
-  meta["llama2c.vocab_size"] = std::to_string(m.vocab);
-  meta["llama2c.seq_len"] = std::to_string(m.seq_len);
-  meta["llama2c.shared_classifier"] = "true";
+  io::add_llama2c_metadata({m.dim, m.hidden, m.layers, m.heads, m.kv_heads, m.vocab, m.seq_len, /*shared_classifier=*/true},
+                           meta);
   meta["radix.weights"] = "random (radix bench): uniform +-1/sqrt(fan_in) from FNV-1a(name) ^ " +
                           std::to_string(kWeightSeed) + ", norms 1";
   return store;

@@ -87,6 +87,43 @@ TEST(NnAttention, HalfInputsComputeInF32) {
   });
 }
 
+// Token rows [from, from + n) of a [1, T, H, D] host tensor.
+Vals token_rows(const Vals& x, int64_t H, int64_t D, int64_t from, int64_t n) {
+  return Vals(x.begin() + from * H * D, x.begin() + (from + n) * H * D);
+}
+
+// Feeds q / k / v ([1, 5, HQ or HKV, D] host tensors) through
+// nn::cached_attention with `opts` into a zeroed cache of shape `cache`: a
+// 3-token prefill, then two one-token steps. Returns every step's output, in
+// order, and the key cache after the last step.
+struct CacheSteps {
+  Vals out, cache_k;
+};
+CacheSteps run_cache_steps(const Vals& q, const Vals& k, const Vals& v, const Shape& cache, int64_t HQ, int64_t HKV,
+                           int64_t D, const nn::CachedAttentionOptions& opts) {
+  const Shape pos(DType::kI32);
+  auto step = [opts](Tensor q, Tensor k, Tensor v, Tensor ck, Tensor cv, Tensor p) {
+    nn::CachedAttention<> r = nn::cached_attention(q, k, v, ck, cv, p, opts);
+    return std::vector<Tensor>{r.out, r.cache_k, r.cache_v};
+  };
+  Vals ck(static_cast<size_t>(cache.count()), 0), cv = ck;
+  CacheSteps got;
+  int64_t at = 0;
+  for (int64_t n : {3, 1, 1}) {
+    SCOPED_TRACE("step at " + std::to_string(at));
+    const Shape qs(DType::kF32, {1, n, HQ, D}), ks(DType::kF32, {1, n, HKV, D});
+    Outs o = run(step,
+                 {token_rows(q, HQ, D, at, n), token_rows(k, HKV, D, at, n), token_rows(v, HKV, D, at, n), ck, cv,
+                  {static_cast<Val>(at)}},
+                 qs, ks, ks, cache, cache, pos);
+    got.out.insert(got.out.end(), o.values[0].begin(), o.values[0].end());
+    ck = o.values[1], cv = o.values[2];
+    at += n;
+  }
+  got.cache_k = ck;
+  return got;
+}
+
 TEST(NnAttention, KvCacheDecodeEqualsFullAttention) {
   on_every_schedule([&] {
     // Prefill 3 tokens, then decode 2 one at a time, into a cache of 8 entries.
@@ -102,32 +139,13 @@ TEST(NnAttention, KvCacheDecodeEqualsFullAttention) {
                       naive_attention(q, k, v, B, TOTAL, TOTAL, HQ, HKV, D, [](auto, int64_t i, int64_t j) { return j <= i; }),
                       DType::kF32, 2e-5, 2e-6));
 
-    const Shape cache(DType::kF32, {B, MAXT, HKV, D}, {"b", "t", "h", "d"}), pos(DType::kI32);
-    auto step = [](Tensor q, Tensor k, Tensor v, Tensor ck, Tensor cv, Tensor p) {
-      nn::CachedAttention<> r = nn::cached_attention(q, k, v, ck, cv, p);
-      return std::vector<Tensor>{r.out, r.cache_k, r.cache_v};
-    };
-    // Token rows [from, from + n) of a [1, TOTAL, H, D] host tensor.
-    auto rows = [](const Vals& x, int64_t H, int64_t from, int64_t n) {
-      return Vals(x.begin() + from * H * D, x.begin() + (from + n) * H * D);
-    };
-    Vals ck(static_cast<size_t>(cache.count()), 0), cv = ck;
-    Vals got;
-    int64_t at = 0;
-    for (int64_t n : {3, 1, 1}) {
-      SCOPED_TRACE("step at " + std::to_string(at));
-      const Shape qs(DType::kF32, {B, n, HQ, D}), ks(DType::kF32, {B, n, HKV, D});
-      Outs o = run(step, {rows(q, HQ, at, n), rows(k, HKV, at, n), rows(v, HKV, at, n), ck, cv, {static_cast<Val>(at)}},
-                   qs, ks, ks, cache, cache, pos);
-      got.insert(got.end(), o.values[0].begin(), o.values[0].end());
-      ck = o.values[1], cv = o.values[2];
-      at += n;
-    }
+    const Shape cache(DType::kF32, {B, MAXT, HKV, D}, {"b", "t", "h", "d"});
+    CacheSteps got = run_cache_steps(q, k, v, cache, HQ, HKV, D, {});
     // Written entries are the keys; the rest stay zero.
-    Vals want_k = rows(k, HKV, 0, TOTAL);
+    Vals want_k = token_rows(k, HKV, D, 0, TOTAL);
     want_k.resize(static_cast<size_t>(cache.count()), 0);
-    EXPECT_TRUE(close(ck, want_k, DType::kF32));
-    EXPECT_TRUE(close(got, full.values[0], DType::kF32, 2e-5, 2e-6));
+    EXPECT_TRUE(close(got.cache_k, want_k, DType::kF32));
+    EXPECT_TRUE(close(got.out, full.values[0], DType::kF32, 2e-5, 2e-6));
   });
 }
 
@@ -142,34 +160,17 @@ TEST(NnAttention, HeadMajorCacheDecodeEqualsFullAttention) {
     Vals k = quantize(DType::kF32, rand_vals(static_cast<size_t>(kall.count()), -1, 1, 18));
     Vals v = quantize(DType::kF32, rand_vals(static_cast<size_t>(kall.count()), -1, 1, 19));
     Vals want = naive_attention(q, k, v, B, TOTAL, TOTAL, HQ, HKV, D, [](auto, int64_t i, int64_t j) { return j <= i; });
-    const Shape cache(DType::kF32, {B, HKV, MAXT, D}), pos(DType::kI32);
-    auto step = [](Tensor q, Tensor k, Tensor v, Tensor ck, Tensor cv, Tensor p) {
-      nn::CachedAttentionOptions o;
-      o.layout = nn::CacheLayout::kHeadMajor;
-      nn::CachedAttention<> r = nn::cached_attention(q, k, v, ck, cv, p, o);
-      return std::vector<Tensor>{r.out, r.cache_k, r.cache_v};
-    };
-    auto rows = [](const Vals& x, int64_t H, int64_t from, int64_t n) {
-      return Vals(x.begin() + from * H * D, x.begin() + (from + n) * H * D);
-    };
-    Vals ck(static_cast<size_t>(cache.count()), 0), cv = ck, got;
-    int64_t at = 0;
-    for (int64_t n : {3, 1, 1}) {
-      SCOPED_TRACE("step at " + std::to_string(at));
-      const Shape qs(DType::kF32, {B, n, HQ, D}), ks(DType::kF32, {B, n, HKV, D});
-      Outs o = run(step, {rows(q, HQ, at, n), rows(k, HKV, at, n), rows(v, HKV, at, n), ck, cv, {static_cast<Val>(at)}},
-                   qs, ks, ks, cache, cache, pos);
-      got.insert(got.end(), o.values[0].begin(), o.values[0].end());
-      ck = o.values[1], cv = o.values[2];
-      at += n;
-    }
+    const Shape cache(DType::kF32, {B, HKV, MAXT, D});
+    nn::CachedAttentionOptions opts;
+    opts.layout = nn::CacheLayout::kHeadMajor;
+    CacheSteps got = run_cache_steps(q, k, v, cache, HQ, HKV, D, opts);
     Vals want_k(static_cast<size_t>(cache.count()), 0);
     for (int64_t j = 0; j < TOTAL; ++j)
       for (int64_t h = 0; h < HKV; ++h)
         for (int64_t d = 0; d < D; ++d)
           want_k[static_cast<size_t>((h * MAXT + j) * D + d)] = k[static_cast<size_t>((j * HKV + h) * D + d)];
-    EXPECT_TRUE(close(ck, want_k, DType::kF32));
-    EXPECT_TRUE(close(got, want, DType::kF32, 2e-5, 2e-6));
+    EXPECT_TRUE(close(got.cache_k, want_k, DType::kF32));
+    EXPECT_TRUE(close(got.out, want, DType::kF32, 2e-5, 2e-6));
   });
   // A token-major cache under the head-major option is refused with the layout.
   auto r = compile_fn(testing::cpu(), [](Tensor q, Tensor k, Tensor v, Tensor ck, Tensor cv, Tensor p) {

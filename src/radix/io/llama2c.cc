@@ -85,6 +85,17 @@ uint64_t llama2c_file_bytes(const Llama2cConfig& c) {
   return bytes > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(bytes);
 }
 
+void add_llama2c_metadata(const Llama2cConfig& c, std::map<std::string, std::string>& md) {
+  md["llama2c.dim"] = std::to_string(c.dim);
+  md["llama2c.hidden_dim"] = std::to_string(c.hidden_dim);
+  md["llama2c.n_layers"] = std::to_string(c.n_layers);
+  md["llama2c.n_heads"] = std::to_string(c.n_heads);
+  md["llama2c.n_kv_heads"] = std::to_string(c.n_kv_heads);
+  md["llama2c.vocab_size"] = std::to_string(c.vocab_size);
+  md["llama2c.seq_len"] = std::to_string(c.seq_len);
+  md["llama2c.shared_classifier"] = c.shared_classifier ? "true" : "false";
+}
+
 Result<std::unique_ptr<Llama2cStore>> open_llama2c(const std::string& path) {
   RADIX_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::open(path));
   auto file = std::make_shared<MappedFile>(std::move(mapped));
@@ -100,15 +111,7 @@ Result<std::unique_ptr<Llama2cStore>> open_llama2c(const std::string& path) {
                          (b.size() < expected ? " (truncated)" : " (trailing bytes)"));
 
   auto store = std::make_unique<Llama2cStore>(path, c);
-  auto& md = store->mutable_metadata();
-  md["llama2c.dim"] = std::to_string(c.dim);
-  md["llama2c.hidden_dim"] = std::to_string(c.hidden_dim);
-  md["llama2c.n_layers"] = std::to_string(c.n_layers);
-  md["llama2c.n_heads"] = std::to_string(c.n_heads);
-  md["llama2c.n_kv_heads"] = std::to_string(c.n_kv_heads);
-  md["llama2c.vocab_size"] = std::to_string(c.vocab_size);
-  md["llama2c.seq_len"] = std::to_string(c.seq_len);
-  md["llama2c.shared_classifier"] = c.shared_classifier ? "true" : "false";
+  add_llama2c_metadata(c, store->mutable_metadata());
 
   const std::byte* p = b.data() + kLlama2cHeaderBytes;
   const int64_t d = c.dim, h = c.hidden_dim, kv = c.kv_dim(), v = c.vocab_size;

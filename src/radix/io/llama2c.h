@@ -31,6 +31,7 @@
 #include "radix/core/cxx_version.h"  // first: a clear error below C++20
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -61,6 +62,10 @@ struct Llama2cConfig {
 Result<Llama2cConfig> parse_llama2c_header(std::span<const std::byte> header, const std::string& path);
 // The exact file size a checkpoint with `config` has (UINT64_MAX if past it).
 uint64_t llama2c_file_bytes(const Llama2cConfig& config);
+// Writes `config` as the llama2c.* metadata keys (llama2c.dim, ...,
+// llama2c.shared_classifier) that a llama2.c store carries and that
+// models::llama_config_from reads back.
+void add_llama2c_metadata(const Llama2cConfig& config, std::map<std::string, std::string>& metadata);
 
 class Llama2cStore : public BasicWeightStore {
  public:

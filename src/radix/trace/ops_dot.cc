@@ -130,9 +130,7 @@ Tensor dot_general_as(const char* op, const Tensor& lhs, const Tensor& rhs, cons
   // The named ops widen 16-bit inputs to the f32 accumulator in their body
   // (linalg's cast), so 16-bit operands stay 16-bit in memory: half the bytes
   // read, which is the point of bf16 weights in a memory-bound decode step.
-  const DType acc_dtype = is_half_float(lhs.dtype()) && is_half_float(rhs.dtype()) ? DType::kF32
-                          : mixed                                                 ? DType::kF32
-                                                                                  : lhs.dtype();
+  const DType acc_dtype = mixed || is_half_float(lhs.dtype()) ? DType::kF32 : lhs.dtype();
   const DType out_dtype = mixed ? DType::kF32 : lhs.dtype();
   const bool batched = nb > 0;
   L = batched ? reshape(L, {B, M, K}) : reshape(L, {M, K});

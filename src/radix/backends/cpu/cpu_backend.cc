@@ -45,6 +45,8 @@ double ms_since(Clock::time_point t0) {
 constexpr size_t kPageSize = 4096;
 constexpr double kSlowCompileMs = 1000;  // compiles longer than this report their time
 constexpr size_t kPoolBytes = size_t{512} << 20;  // freed blocks kept for reuse, at most
+// A pinned block's size: whole pages (what mlock / munlock cover).
+size_t pinned_bytes(size_t bytes) { return (std::max<size_t>(bytes, 1) + kPageSize - 1) / kPageSize * kPageSize; }
 
 // Runtime support the generated code may call. LLVM lowers float -> bfloat
 // truncation to these compiler-rt routines on CPUs without native bf16
@@ -298,7 +300,7 @@ class CpuBackend : public Backend {
       if (!p) return runtime_error("cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
       return p;
     }
-    size_t n = (std::max<size_t>(bytes, 1) + kPageSize - 1) / kPageSize * kPageSize;
+    const size_t n = pinned_bytes(bytes);
     void* p = std::aligned_alloc(kPageSize, n);
     if (!p) return runtime_error("cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
     (void)::mlock(p, n);
@@ -306,7 +308,7 @@ class CpuBackend : public Backend {
   }
   void deallocate(void* p, size_t bytes, MemoryKind kind) override {
     if (kind != MemoryKind::kPinnedHost) return pool_.release(p, bytes);
-    (void)::munlock(p, (std::max<size_t>(bytes, 1) + kPageSize - 1) / kPageSize * kPageSize);
+    (void)::munlock(p, pinned_bytes(bytes));
     std::free(p);
   }
   Status copy_to_device(void* dst, const void* src, size_t bytes) override {
