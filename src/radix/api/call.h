@@ -3,7 +3,7 @@
 // a private func.func; every call emits a func.call of it. A model of twelve
 // identical layers becomes one layer function called twelve times instead of
 // twelve inlined copies: smaller IR, faster tracing, readable dumps. The CPU
-// backend inlines the calls before it lowers.
+// backend keeps the calls, so the layer is also scheduled and compiled once.
 //
 //   template <class T> struct Layer {
 //     T w, b;                                        // f32[o,d], f32[o]

@@ -721,249 +721,252 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
   std::ostringstream body;
   int sid = 0;
   mlir::OpBuilder b(module.getContext());
-  auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
-  if (!fn) return "";
   VectorIsa isa = host_vector_isa();
   if (requested.f32_lanes > 0) isa.f32_lanes = requested.f32_lanes;
   if (requested.registers > 0) isa.registers = requested.registers;
 
-  // Row-fusion groups: their members are scheduled with their root.
-  std::vector<RowGroup> groups = find_row_groups(fn);
-  llvm::DenseMap<mlir::Operation*, RowGroup*> group_of_root;
-  llvm::DenseSet<mlir::Operation*> in_group;
-  for (RowGroup& g : groups) {
-    group_of_root[g.root.getOperation()] = &g;
-    for (auto m : g.members) in_group.insert(m.getOperation());
-  }
+  // Every function with a body: @main and the function cache's callees, which
+  // stay calls (a layer called twelve times is scheduled and compiled once).
+  for (mlir::func::FuncOp fn : module.getOps<mlir::func::FuncOp>()) {
+    if (fn.isExternal()) continue;
+    // Row-fusion groups: their members are scheduled with their root.
+    std::vector<RowGroup> groups = find_row_groups(fn);
+    llvm::DenseMap<mlir::Operation*, RowGroup*> group_of_root;
+    llvm::DenseSet<mlir::Operation*> in_group;
+    for (RowGroup& g : groups) {
+      group_of_root[g.root.getOperation()] = &g;
+      for (auto m : g.members) in_group.insert(m.getOperation());
+    }
 
-  fn.walk([&](mlir::linalg::LinalgOp op) {
-    if (in_group.contains(op.getOperation())) return;  // scheduled with its group's root
-    if (auto it = group_of_root.find(op.getOperation()); it != group_of_root.end()) {
-      RowGroup g = *it->second;
-      std::vector<std::string> ids;
-      std::vector<int64_t> sids;
-      auto mark = [&](mlir::linalg::LinalgOp m) {
-        const std::string id = "op" + std::to_string(sid);
-        m->setAttr(kMark, b.getI64IntegerAttr(sid));
-        body << "    %" << id << " = transform.structured.match ops{[\"" << m->getName().getStringRef().str()
-             << "\"]} attributes{" << kMark << " = " << sid << " : i64} in %root : (!transform.any_op) -> "
-             << "!transform.any_op\n";
-        return std::make_pair(id, sid++);
-      };
-      auto [root_id, root_sid] = mark(g.root);
-      for (auto m : g.members) {
-        auto [id, msid] = mark(m);
-        ids.push_back(id);
-        sids.push_back(msid);
+    fn.walk([&](mlir::linalg::LinalgOp op) {
+      if (in_group.contains(op.getOperation())) return;  // scheduled with its group's root
+      if (auto it = group_of_root.find(op.getOperation()); it != group_of_root.end()) {
+        RowGroup g = *it->second;
+        std::vector<std::string> ids;
+        std::vector<int64_t> sids;
+        auto mark = [&](mlir::linalg::LinalgOp m) {
+          const std::string id = "op" + std::to_string(sid);
+          m->setAttr(kMark, b.getI64IntegerAttr(sid));
+          body << "    %" << id << " = transform.structured.match ops{[\"" << m->getName().getStringRef().str()
+               << "\"]} attributes{" << kMark << " = " << sid << " : i64} in %root : (!transform.any_op) -> "
+               << "!transform.any_op\n";
+          return std::make_pair(id, sid++);
+        };
+        auto [root_id, root_sid] = mark(g.root);
+        for (auto m : g.members) {
+          auto [id, msid] = mark(m);
+          ids.push_back(id);
+          sids.push_back(msid);
+        }
+        int64_t rows = 1;
+        llvm::SmallVector<int64_t> r = g.root.getStaticLoopRanges();
+        for (size_t d = 0; d + 1 < r.size(); ++d) rows *= r[d];
+        const bool parallel = threads > 1 && rows >= threads && rows * r.back() >= kParallelMinWork;
+        emit_row_group(body, g, root_id, ids, sids, root_sid, parallel);
+        ++sum.fused_rows;
+        if (parallel) ++sum.parallel;
+        return;
       }
-      int64_t rows = 1;
-      llvm::SmallVector<int64_t> r = g.root.getStaticLoopRanges();
-      for (size_t d = 0; d + 1 < r.size(); ++d) rows *= r[d];
-      const bool parallel = threads > 1 && rows >= threads && rows * r.back() >= kParallelMinWork;
-      emit_row_group(body, g, root_id, ids, sids, root_sid, parallel);
-      ++sum.fused_rows;
-      if (parallel) ++sum.parallel;
-      return;
-    }
-    if (!all_static(op) || op.getNumLoops() == 0) {
-      ++sum.skipped;
-      return;
-    }
-    const std::string id = "op" + std::to_string(sid);
-    const std::string opname = op->getName().getStringRef().str();
-    auto match = [&] {
-      op->setAttr(kMark, b.getI64IntegerAttr(sid));
-      body << "    %" << id << " = transform.structured.match ops{[\"" << opname << "\"]} attributes{" << kMark
-           << " = " << sid << " : i64} in %root : (!transform.any_op) -> !transform.any_op\n";
-      ++sid;
-    };
-    llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-
-    // Convolutions and NHWC pooling (own block; see conv_tiles, pool_tiles).
-    // Not counted in the summary's categories.
-    std::optional<ConvTiles> tiles = conv_tiles(op, isa);
-    if (!tiles) tiles = pool_tiles(op, isa);
-    if (tiles) {
-      match();
-      // Split over an output loop (batch, rows, ...) in whole register tiles.
-      std::vector<int64_t> granules = tiles->parallel;
-      for (int64_t& g : granules) g = std::max<int64_t>(g, 1);
-      std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, granules);
-      emit_conv(body, id, *tiles, par);
-      if (!par.empty()) ++sum.parallel;
-      return;
-    }
-    if (is_windowed_generic(op)) {
-      ++sum.skipped;
-      return;
-    }
-    if (is_pad_copy(op) && !touches_bool(op)) {
-      // Always vectorized (a whole odd innermost dim as one vector if need
-      // be): left as a loop, the unit-dim folding below would turn its
-      // in-place write into a strided memref.copy (see trace/ops_conv.cc).
-      int64_t v = largest_divisor(ranges.back(), kElementwiseWidths);
-      if (v < 4) v = ranges.back() <= 64 ? ranges.back() : 1;
-      match();
-      std::vector<int64_t> sizes(ranges.size(), 1);
-      sizes.back() = v;
-      emit_tile(body, id, id + "t", sizes);
-      body << "    transform.structured.vectorize %" << id << "t {vectorize_nd_extract} : !transform.any_op\n";
-      ++sum.elementwise;
-      return;
-    }
-
-    if (llvm::isa<mlir::linalg::MatmulOp>(op.getOperation())) {
-      auto mm = plain_matmul(op.getOperation());
-      if (!mm) {
+      if (!all_static(op) || op.getNumLoops() == 0) {
         ++sum.skipped;
         return;
       }
-      const bool bt = b_transposed(op);
-      if (use_packed_schedule(mm, isa)) {
+      const std::string id = "op" + std::to_string(sid);
+      const std::string opname = op->getName().getStringRef().str();
+      auto match = [&] {
+        op->setAttr(kMark, b.getI64IntegerAttr(sid));
+        body << "    %" << id << " = transform.structured.match ops{[\"" << opname << "\"]} attributes{" << kMark
+             << " = " << sid << " : i64} in %root : (!transform.any_op) -> !transform.any_op\n";
+        ++sid;
+      };
+      llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+
+      // Convolutions and NHWC pooling (own block; see conv_tiles, pool_tiles).
+      // Not counted in the summary's categories.
+      std::optional<ConvTiles> tiles = conv_tiles(op, isa);
+      if (!tiles) tiles = pool_tiles(op, isa);
+      if (tiles) {
         match();
-        emit_packed_matmul(body, id, isa, threads, bt, *pack_blocks(ranges[0], ranges[1], ranges[2], isa, threads));
-        ++sum.matmuls;
-        ++sum.packed;
-        if (threads > 1) ++sum.parallel;
+        // Split over an output loop (batch, rows, ...) in whole register tiles.
+        std::vector<int64_t> granules = tiles->parallel;
+        for (int64_t& g : granules) g = std::max<int64_t>(g, 1);
+        std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, granules);
+        emit_conv(body, id, *tiles, par);
+        if (!par.empty()) ++sum.parallel;
         return;
       }
-      const int64_t M = ranges[0], N = ranges[1], K = ranges[2];
-      if (bt) {
+      if (is_windowed_generic(op)) {
+        ++sum.skipped;
+        return;
+      }
+      if (is_pad_copy(op) && !touches_bool(op)) {
+        // Always vectorized (a whole odd innermost dim as one vector if need
+        // be): left as a loop, the unit-dim folding below would turn its
+        // in-place write into a strided memref.copy (see trace/ops_conv.cc).
+        int64_t v = largest_divisor(ranges.back(), kElementwiseWidths);
+        if (v < 4) v = ranges.back() <= 64 ? ranges.back() : 1;
+        match();
+        std::vector<int64_t> sizes(ranges.size(), 1);
+        sizes.back() = v;
+        emit_tile(body, id, id + "t", sizes);
+        body << "    transform.structured.vectorize %" << id << "t {vectorize_nd_extract} : !transform.any_op\n";
+        ++sum.elementwise;
+        return;
+      }
+
+      if (llvm::isa<mlir::linalg::MatmulOp>(op.getOperation())) {
+        auto mm = plain_matmul(op.getOperation());
+        if (!mm) {
+          ++sum.skipped;
+          return;
+        }
+        const bool bt = b_transposed(op);
+        if (use_packed_schedule(mm, isa)) {
+          match();
+          emit_packed_matmul(body, id, isa, threads, bt, *pack_blocks(ranges[0], ranges[1], ranges[2], isa, threads));
+          ++sum.matmuls;
+          ++sum.packed;
+          if (threads > 1) ++sum.parallel;
+          return;
+        }
+        const int64_t M = ranges[0], N = ranges[1], K = ranges[2];
+        if (bt) {
+          if (!emit_dot_products(body, op, id, isa, threads, match, sum)) ++sum.skipped;
+          return;
+        }
+        auto tile = register_tile(M, N, isa);
+        if (!tile) {
+          ++sum.skipped;
+          return;
+        }
+        const auto [tm, tn] = *tile;
+        match();
+        std::string cur = id;
+        if (M % kSmallBlockM == 0 && N % kSmallBlockN == 0 && K % kSmallBlockK == 0 && M * N * K >= kPackMinVolume &&
+            kSmallBlockM % tm == 0 && kSmallBlockN % tn == 0) {
+          if (threads > 1) {
+            emit_forall(body, cur, id + "b", {kSmallBlockM, kSmallBlockN, 0});
+            ++sum.parallel;
+          } else {
+            emit_tile(body, cur, id + "b", {kSmallBlockM, kSmallBlockN, 0});
+          }
+          emit_tile(body, id + "b", id + "k", {0, 0, kSmallBlockK});
+          cur = id + "k";
+        } else if (auto par = parallel_tiles(op, threads, kParallelMinMatmulWork, {tm, tn, 1}); !par.empty()) {
+          cur = forall_if(body, cur, par);
+          ++sum.parallel;
+        }
+        emit_tile(body, cur, id + "r", {tm, tn, 0});
+        emit_tile(body, id + "r", id + "s", {0, 0, 1});
+        body << "    transform.structured.vectorize %" << id << "s {create_named_contraction} : !transform.any_op\n";
+        ++sum.matmuls;
+        return;
+      }
+
+      if (llvm::isa<mlir::linalg::BatchMatmulOp>(op.getOperation()) && b_transposed(op)) {
         if (!emit_dot_products(body, op, id, isa, threads, match, sum)) ++sum.skipped;
         return;
       }
-      auto tile = register_tile(M, N, isa);
-      if (!tile) {
-        ++sum.skipped;
-        return;
-      }
-      const auto [tm, tn] = *tile;
-      match();
-      std::string cur = id;
-      if (M % kSmallBlockM == 0 && N % kSmallBlockN == 0 && K % kSmallBlockK == 0 && M * N * K >= kPackMinVolume &&
-          kSmallBlockM % tm == 0 && kSmallBlockN % tn == 0) {
-        if (threads > 1) {
-          emit_forall(body, cur, id + "b", {kSmallBlockM, kSmallBlockN, 0});
-          ++sum.parallel;
-        } else {
-          emit_tile(body, cur, id + "b", {kSmallBlockM, kSmallBlockN, 0});
+      if (auto bmm = llvm::dyn_cast<mlir::linalg::BatchMatmulOp>(op.getOperation())) {
+        // One batch at a time through the same register tiles as a matmul; the
+        // unit batch dim of the vector.contract is cast away before lowering.
+        mlir::Type et = llvm::cast<mlir::ShapedType>(bmm->getResult(0).getType()).getElementType();
+        auto tile = register_tile(ranges[1], ranges[2], isa);
+        if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et) || bmm.hasUserDefinedMaps() || !tile) {
+          ++sum.skipped;
+          return;
         }
-        emit_tile(body, id + "b", id + "k", {0, 0, kSmallBlockK});
-        cur = id + "k";
-      } else if (auto par = parallel_tiles(op, threads, kParallelMinMatmulWork, {tm, tn, 1}); !par.empty()) {
-        cur = forall_if(body, cur, par);
-        ++sum.parallel;
+        const auto [tm, tn] = *tile;
+        match();
+        const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, {1, tm, tn, 1});
+        if (!par.empty()) ++sum.parallel;
+        emit_tile(body, forall_if(body, id, par), id + "r", {1, tm, tn, 0});
+        emit_tile(body, id + "r", id + "s", {0, 0, 0, 1});
+        body << "    transform.structured.vectorize %" << id << "s {create_named_contraction} : !transform.any_op\n";
+        ++sum.matmuls;
+        return;
       }
-      emit_tile(body, cur, id + "r", {tm, tn, 0});
-      emit_tile(body, id + "r", id + "s", {0, 0, 1});
-      body << "    transform.structured.vectorize %" << id << "s {create_named_contraction} : !transform.any_op\n";
-      ++sum.matmuls;
-      return;
-    }
 
-    if (llvm::isa<mlir::linalg::BatchMatmulOp>(op.getOperation()) && b_transposed(op)) {
-      if (!emit_dot_products(body, op, id, isa, threads, match, sum)) ++sum.skipped;
-      return;
-    }
-    if (auto bmm = llvm::dyn_cast<mlir::linalg::BatchMatmulOp>(op.getOperation())) {
-      // One batch at a time through the same register tiles as a matmul; the
-      // unit batch dim of the vector.contract is cast away before lowering.
-      mlir::Type et = llvm::cast<mlir::ShapedType>(bmm->getResult(0).getType()).getElementType();
-      auto tile = register_tile(ranges[1], ranges[2], isa);
-      if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et) || bmm.hasUserDefinedMaps() || !tile) {
+      if (llvm::isa<mlir::linalg::GenericOp>(op.getOperation()) && !vectorizable_generic(op)) {
         ++sum.skipped;
         return;
       }
-      const auto [tm, tn] = *tile;
-      match();
-      const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, {1, tm, tn, 1});
-      if (!par.empty()) ++sum.parallel;
-      emit_tile(body, forall_if(body, id, par), id + "r", {1, tm, tn, 0});
-      emit_tile(body, id + "r", id + "s", {0, 0, 0, 1});
-      body << "    transform.structured.vectorize %" << id << "s {create_named_contraction} : !transform.any_op\n";
-      ++sum.matmuls;
-      return;
-    }
-
-    if (llvm::isa<mlir::linalg::GenericOp>(op.getOperation()) && !vectorizable_generic(op)) {
-      ++sum.skipped;
-      return;
-    }
-    if (auto fill = llvm::dyn_cast<mlir::linalg::FillOp>(op.getOperation()); fill && feeds_only_packed_matmuls(fill, isa))
-      return;  // folded into the packed matmul's accumulator
-    // Reductions (reduce_sum / max / min): one reduction loop, no bools.
-    // Reductions over one or several axes (reduce_sum(x, {0, 2}), a full
-    // reduction): every loop but the innermost steps by 1 (reduction loops
-    // too, accumulating in order), so the vector work is one axis.
-    if (llvm::isa<mlir::linalg::GenericOp>(op.getOperation()) && op.getNumReductionLoops() >= 1 &&
-        op.getNumDpsInits() == 1 && !touches_bool(op)) {
-      llvm::SmallVector<mlir::utils::IteratorType> iters = op.getIteratorTypesArray();
-      const size_t n = iters.size();
-      if (iters.back() == mlir::utils::IteratorType::reduction) {
-        // Innermost reduction (row sums): rows one at a time, the row split
-        // into V partial sums (tile_reduction_using_for), combined at the end.
-        const int64_t v = largest_divisor(ranges.back(), kElementwiseWidths);
-        if (v >= 4 && ranges.back() >= 2 * v) {
-          match();
-          const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, {});
-          if (!par.empty()) ++sum.parallel;
-          std::string cur = forall_if(body, id, par, "fa");
-          if (n > 1) {
-            std::vector<int64_t> rows(n, 1);
-            rows.back() = 0;
-            emit_tile(body, cur, id + "p", rows);
-            cur = id + "p";
+      if (auto fill = llvm::dyn_cast<mlir::linalg::FillOp>(op.getOperation()); fill && feeds_only_packed_matmuls(fill, isa))
+        return;  // folded into the packed matmul's accumulator
+      // Reductions (reduce_sum / max / min): one reduction loop, no bools.
+      // Reductions over one or several axes (reduce_sum(x, {0, 2}), a full
+      // reduction): every loop but the innermost steps by 1 (reduction loops
+      // too, accumulating in order), so the vector work is one axis.
+      if (llvm::isa<mlir::linalg::GenericOp>(op.getOperation()) && op.getNumReductionLoops() >= 1 &&
+          op.getNumDpsInits() == 1 && !touches_bool(op)) {
+        llvm::SmallVector<mlir::utils::IteratorType> iters = op.getIteratorTypesArray();
+        const size_t n = iters.size();
+        if (iters.back() == mlir::utils::IteratorType::reduction) {
+          // Innermost reduction (row sums): rows one at a time, the row split
+          // into V partial sums (tile_reduction_using_for), combined at the end.
+          const int64_t v = largest_divisor(ranges.back(), kElementwiseWidths);
+          if (v >= 4 && ranges.back() >= 2 * v) {
+            match();
+            const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, {});
+            if (!par.empty()) ++sum.parallel;
+            std::string cur = forall_if(body, id, par, "fa");
+            if (n > 1) {
+              std::vector<int64_t> rows(n, 1);
+              rows.back() = 0;
+              emit_tile(body, cur, id + "p", rows);
+              cur = id + "p";
+            }
+            std::vector<int64_t> split(n, 0);
+            split.back() = v;
+            body << "    %" << id << "f, %" << id << "s, %" << id << "c, %" << id
+                 << "l = transform.structured.tile_reduction_using_for %" << cur << " by tile_sizes = "
+                 << tile_list(split)
+                 << " : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, "
+                    "!transform.any_op)\n"
+                 << "    transform.structured.vectorize %" << id << "f : !transform.any_op\n"
+                 << "    transform.structured.vectorize %" << id << "s : !transform.any_op\n"
+                 << "    transform.structured.vectorize %" << id << "c : !transform.any_op\n";
+            ++sum.reductions;
+            return;
           }
-          std::vector<int64_t> split(n, 0);
-          split.back() = v;
-          body << "    %" << id << "f, %" << id << "s, %" << id << "c, %" << id
-               << "l = transform.structured.tile_reduction_using_for %" << cur << " by tile_sizes = "
-               << tile_list(split)
-               << " : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, "
-                  "!transform.any_op)\n"
-               << "    transform.structured.vectorize %" << id << "f : !transform.any_op\n"
-               << "    transform.structured.vectorize %" << id << "s : !transform.any_op\n"
-               << "    transform.structured.vectorize %" << id << "c : !transform.any_op\n";
-          ++sum.reductions;
-          return;
-        }
-      } else if (iters.back() == mlir::utils::IteratorType::parallel) {
-        // Innermost axis kept (column sums): V columns at a time, every other
-        // loop (the reduction included) one step at a time.
-        const int64_t v = largest_divisor(ranges.back(), kElementwiseWidths);
-        if (v >= 4) {
-          match();
-          std::vector<int64_t> granules(n, 1);
-          granules.back() = v;
-          std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, granules);
-          emit_lane_tiles(body, id, n, v, par);
-          if (!par.empty()) ++sum.parallel;
-          ++sum.reductions;
-          return;
+        } else if (iters.back() == mlir::utils::IteratorType::parallel) {
+          // Innermost axis kept (column sums): V columns at a time, every other
+          // loop (the reduction included) one step at a time.
+          const int64_t v = largest_divisor(ranges.back(), kElementwiseWidths);
+          if (v >= 4) {
+            match();
+            std::vector<int64_t> granules(n, 1);
+            granules.back() = v;
+            std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, granules);
+            emit_lane_tiles(body, id, n, v, par);
+            if (!par.empty()) ++sum.parallel;
+            ++sum.reductions;
+            return;
+          }
         }
       }
-    }
 
-    const bool elementwise = op.getNumReductionLoops() == 0 &&
-                             (llvm::isa<mlir::linalg::GenericOp, mlir::linalg::FillOp>(op.getOperation()));
-    if (elementwise && !touches_bool(op)) {
-      const int64_t inner = ranges.back();
-      const int64_t v = largest_divisor(inner, kElementwiseWidths);
-      if (inner % v != 0 || v < 4) {
-        ++sum.skipped;
+      const bool elementwise = op.getNumReductionLoops() == 0 &&
+                               (llvm::isa<mlir::linalg::GenericOp, mlir::linalg::FillOp>(op.getOperation()));
+      if (elementwise && !touches_bool(op)) {
+        const int64_t inner = ranges.back();
+        const int64_t v = largest_divisor(inner, kElementwiseWidths);
+        if (inner % v != 0 || v < 4) {
+          ++sum.skipped;
+          return;
+        }
+        match();
+        std::vector<int64_t> granules(ranges.size(), 1);
+        granules.back() = v;
+        std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, granules);
+        emit_lane_tiles(body, id, ranges.size(), v, par);
+        if (!par.empty()) ++sum.parallel;
+        ++sum.elementwise;
         return;
       }
-      match();
-      std::vector<int64_t> granules(ranges.size(), 1);
-      granules.back() = v;
-      std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, granules);
-      emit_lane_tiles(body, id, ranges.size(), v, par);
-      if (!par.empty()) ++sum.parallel;
-      ++sum.elementwise;
-      return;
-    }
-    ++sum.skipped;
-  });
+      ++sum.skipped;
+    });
+  }
   if (summary) *summary = sum;
   if (sid == 0) return "";
 
@@ -971,24 +974,28 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
   os << "module attributes {transform.with_named_sequence} {\n"
         "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
      << body.str()
-     << "    %fn = transform.structured.match ops{[\"func.func\"]} in %root : (!transform.any_op) -> !transform.any_op\n"
-        "    transform.apply_patterns to %fn {\n"
-        "      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices\n"
-        "      transform.apply_patterns.vector.cast_away_vector_leading_one_dim\n"
-        "      transform.apply_patterns.canonicalization\n"
-        "    } : !transform.any_op\n"
-        "    %loops = transform.structured.match ops{[\"scf.for\"]} in %fn : (!transform.any_op) -> !transform.any_op\n"
-        "    transform.foreach %loops : !transform.any_op {\n"
-        "    ^bb0(%l: !transform.any_op):\n"
-        "      transform.loop.hoist_loop_invariant_subsets %l : !transform.any_op\n"
+     << "    %fns = transform.structured.match ops{[\"func.func\"]} in %root : (!transform.any_op) -> !transform.any_op\n"
+        // One function at a time: several of the ops below take exactly one target.
+        "    transform.foreach %fns : !transform.any_op {\n"
+        "    ^bb0(%fn: !transform.any_op):\n"
+        "      transform.apply_patterns to %fn {\n"
+        "        transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices\n"
+        "        transform.apply_patterns.vector.cast_away_vector_leading_one_dim\n"
+        "        transform.apply_patterns.canonicalization\n"
+        "      } : !transform.any_op\n"
+        "      %loops = transform.structured.match ops{[\"scf.for\"]} in %fn : (!transform.any_op) -> !transform.any_op\n"
+        "      transform.foreach %loops : !transform.any_op {\n"
+        "      ^bb0(%l: !transform.any_op):\n"
+        "        transform.loop.hoist_loop_invariant_subsets %l : !transform.any_op\n"
+        "      }\n"
+        "      transform.apply_patterns to %fn {\n"
+        "        transform.apply_patterns.vector.lower_contraction lowering_strategy = \"outerproduct\"\n"
+        "        transform.apply_patterns.vector.lower_outerproduct\n"
+        "        transform.apply_patterns.vector.transfer_permutation_patterns\n"
+        "        transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = \"innerparallel\"\n"
+        "        transform.apply_patterns.canonicalization\n"
+        "      } : !transform.any_op\n"
         "    }\n"
-        "    transform.apply_patterns to %fn {\n"
-        "      transform.apply_patterns.vector.lower_contraction lowering_strategy = \"outerproduct\"\n"
-        "      transform.apply_patterns.vector.lower_outerproduct\n"
-        "      transform.apply_patterns.vector.transfer_permutation_patterns\n"
-        "      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = \"innerparallel\"\n"
-        "      transform.apply_patterns.canonicalization\n"
-        "    } : !transform.any_op\n"
         "    transform.yield\n"
         "  }\n"
         "}\n";
