@@ -177,6 +177,7 @@ Tensor operator/(double a, const Tensor& b);
 #include "radix/trace/ops_index.h"
 #include "radix/trace/ops_layout.h"
 #include "radix/trace/ops_math.h"
+#include "radix/trace/ops_quant.h"
 #include "radix/trace/ops_random.h"
 #include "radix/trace/ops_scan.h"
 #include "radix/trace/ops_scatter.h"

@@ -8,7 +8,8 @@
 // schedule, which tiles named matmuls with register tiles and packing, then
 // sees only a generic reduction. Every projection of a Llama layer took that
 // path. Here named ops (matmul, batch_matmul, convolutions, fills) are never
-// rewritten; generics fuse with each other as upstream does.
+// rewritten; generics fuse with each other as upstream does, except into or
+// out of a quantized contraction.
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -30,6 +31,9 @@ bool generic_edge(mlir::OpOperand* fused) {
   mlir::Operation* producer = fused->get().getDefiningOp();
   mlir::Operation* consumer = fused->getOwner();
   if (!producer || !producer->hasOneUse()) return false;
+  // Quantized contractions (trace/ops_quant.cc) keep the loops the schedule
+  // tiles: a fused producer would be recomputed per weight row.
+  if (producer->hasAttr("radix.quantized_dot") || consumer->hasAttr("radix.quantized_dot")) return false;
   const bool producer_ok = is_generic(producer) || llvm::isa<mlir::tensor::ExpandShapeOp, mlir::tensor::CollapseShapeOp>(producer);
   const bool consumer_ok = is_generic(consumer) || llvm::isa<mlir::tensor::ExpandShapeOp, mlir::tensor::CollapseShapeOp>(consumer);
   return producer_ok && consumer_ok && (is_generic(producer) || is_generic(consumer));

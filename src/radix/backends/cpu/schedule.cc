@@ -24,6 +24,8 @@ namespace {
 constexpr const char* kMark = "radix.sid";
 // On loops whose vector multiply-adds become vector.fma (see emit_dot_products).
 constexpr const char* kFmaMark = "radix.fma";
+// Set by trace/ops_quant.cc on its contractions.
+constexpr const char* kQuantizedDotAttr = "radix.quantized_dot";
 
 // ---- Tuning knobs -----------------------------------------------------------
 // Measured on AMD EPYC (Zen 3, AVX2, 1 thread), 1024^3 f32: see bench/README.md.
@@ -395,6 +397,75 @@ bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp op, cons
   return true;
 }
 
+// A quantized contraction (trace/ops_quant.cc): loops (m, n, reductions...),
+// or (n, reductions...) once a single row's unit m is folded away. The same
+// register tiles as emit_dot_products: tm x tn outputs, the reductions split
+// into vector-wide partial sums over the innermost loop (a Q8_0 / Q4_0 block
+// or a run of K), so each step widens tn weight vectors in registers and
+// FMAs them into tm * tn accumulators; the partial sums are combined once.
+// Recognized by its structure, not only by its mark: the fuse stage's
+// unit-dim folding rebuilds the op (a decode step's single row) without it.
+bool is_quantized_dot(mlir::linalg::LinalgOp op) {
+  if (op->hasAttr(kQuantizedDotAttr)) return true;
+  if (!llvm::isa<mlir::linalg::GenericOp>(op.getOperation()) || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() == 0 || !all_static(op))
+    return false;
+  if (!llvm::cast<mlir::ShapedType>(op->getResult(0).getType()).getElementType().isF32()) return false;
+  llvm::SmallVector<mlir::utils::IteratorType> it = op.getIteratorTypesArray();
+  const size_t par = it.size() - op.getNumReductionLoops();
+  for (size_t d = 0; d < it.size(); ++d)
+    if ((d < par) != (it[d] == mlir::utils::IteratorType::parallel)) return false;  // reductions trail
+  // f32 activations times i8 weights widened in the body (a sum of a widened
+  // i8 tensor alone is a plain reduction).
+  bool int8_input = false, f32_input = false, widens = false;
+  for (mlir::OpOperand* in : op.getDpsInputOperands())
+    if (auto st = llvm::dyn_cast<mlir::ShapedType>(in->get().getType())) {
+      int8_input |= st.getElementType().isInteger(8);
+      f32_input |= st.getElementType().isF32();
+    }
+  op->walk([&](mlir::arith::SIToFPOp) { widens = true; });
+  return int8_input && f32_input && widens;
+}
+
+template <class Match>
+bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,
+                        const VectorIsa& isa, int threads, Match&& match, ScheduleSummary& sum) {
+  llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  const size_t n = r.size(), par_loops = n - op.getNumReductionLoops();
+  if (par_loops < 1 || par_loops > 2 || n < par_loops + 1) return false;
+  const int64_t K = r.back(), N = r[par_loops - 1], M = par_loops == 2 ? r[0] : 1;
+  const int64_t lanes = isa.f32_lanes;
+  const int64_t v = largest_divisor(K, {2 * lanes, lanes, 8, 4});
+  if (K % v != 0 || v < 4) return false;
+  const int64_t tn = largest_divisor(N, {kDotRows, 2, 1});
+  const int64_t regs = (v + lanes - 1) / lanes;  // vector registers per accumulator
+  int64_t tm = 1;
+  for (int64_t c : {4, 2})
+    if (par_loops == 2 && M % c == 0 && c * tn * regs <= isa.registers / 2) {
+      tm = c;
+      break;
+    }
+  match();
+  std::vector<int64_t> tiles(n, 0), split(n, 1), granules(n, 1);
+  tiles[par_loops - 1] = granules[par_loops - 1] = tn;
+  if (par_loops == 2) tiles[0] = granules[0] = tm;
+  for (size_t d = 0; d < par_loops; ++d) split[d] = 0;
+  split.back() = v;
+  const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, granules);
+  const std::string cur = forall_if(body, id, par);
+  if (!par.empty()) ++sum.parallel;
+  emit_tile(body, cur, id + "r", tiles);
+  body << "    %" << id << "pf, %" << id << "ps, %" << id << "pc, %" << id
+       << "pl = transform.structured.tile_reduction_using_for %" << id << "r by tile_sizes = " << tile_list(split)
+       << " : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n"
+       << "    transform.structured.vectorize %" << id << "pf : !transform.any_op\n"
+       << "    transform.structured.vectorize %" << id << "ps : !transform.any_op\n"
+       << "    transform.structured.vectorize %" << id << "pc : !transform.any_op\n"
+       << "    transform.annotate %" << id << "pl \"" << kFmaMark << "\" : !transform.any_op\n";
+  ++sum.matmuls;
+  return true;
+}
+
 // ---- Convolutions (trace/ops_conv.cc) ---------------------------------------
 // A static f32/f64 linalg.conv_2d_nhwc_hwcf (every conv2d / conv1d is traced
 // to one) is tiled to a register tile of tw output columns x tf output
@@ -506,6 +577,7 @@ bool same_ranges(mlir::linalg::LinalgOp a, mlir::linalg::LinalgOp b) {
 
 bool float_generic(mlir::linalg::LinalgOp op) {
   if (!llvm::isa<mlir::linalg::GenericOp>(op.getOperation()) || !all_static(op) || touches_bool(op) ||
+      is_quantized_dot(op) ||
       !vectorizable_generic(op) || op.getNumDpsInits() != 1)
     return false;
   mlir::Type et = llvm::cast<mlir::ShapedType>(op->getResult(0).getType()).getElementType();
@@ -780,6 +852,10 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
         ++sid;
       };
       llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      if (is_quantized_dot(op)) {
+        if (!emit_quantized_dot(body, op, id, isa, threads, match, sum)) ++sum.skipped;
+        return;
+      }
 
       // Convolutions and NHWC pooling (own block; see conv_tiles, pool_tiles).
       // Not counted in the summary's categories.

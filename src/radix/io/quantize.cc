@@ -1,0 +1,162 @@
+#include "radix/io/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "radix/core/half.h"
+
+namespace radix::io {
+
+namespace {
+
+constexpr int64_t kBlock = 32;
+
+Status check_blocked(const char* what, size_t count, int64_t n, int64_t k) {
+  if (n <= 0 || k <= 0 || k % kBlock != 0)
+    return invalid_argument(std::string(what) + ": a [" + std::to_string(n) + ", " + std::to_string(k) +
+                            "] matrix: k must be a positive multiple of 32");
+  if (count != static_cast<size_t>(n * k))
+    return invalid_argument(std::string(what) + ": " + std::to_string(count) + " values for a [" +
+                            std::to_string(n) + ", " + std::to_string(k) + "] matrix");
+  return Status();
+}
+
+QuantizedMatrix blocked(DType values, int64_t n, int64_t k) {
+  QuantizedMatrix m;
+  const int64_t vk = values == DType::kU8 ? k / 2 : k;
+  m.values_shape = Shape(values, {n, vk});
+  m.scales_shape = Shape(DType::kF16, {n, k / kBlock});
+  m.values.resize(static_cast<size_t>(n * vk));
+  m.scales.resize(static_cast<size_t>(n * (k / kBlock)) * 2);
+  return m;
+}
+
+void put_f16(QuantizedMatrix& m, size_t block, float d) {
+  const uint16_t bits = float_to_f16(d);
+  std::memcpy(m.scales.data() + 2 * block, &bits, 2);
+}
+float get_f16(const QuantizedMatrix& m, size_t block) {
+  uint16_t bits;
+  std::memcpy(&bits, m.scales.data() + 2 * block, 2);
+  return f16_to_float(bits);
+}
+
+}  // namespace
+
+QuantizedMatrix quantize_int8(std::span<const float> w, int64_t n, int64_t k) {
+  QuantizedMatrix m;
+  m.values_shape = Shape(DType::kI8, {n, k});
+  m.scales_shape = Shape(DType::kF32, {n});
+  m.values.resize(static_cast<size_t>(n * k));
+  m.scales.resize(static_cast<size_t>(n) * 4);
+  for (int64_t r = 0; r < n; ++r) {
+    const float* row = w.data() + r * k;
+    float amax = 0;
+    for (int64_t c = 0; c < k; ++c) amax = std::max(amax, std::fabs(row[c]));
+    const float scale = amax / 127.0f, inv = scale > 0 ? 1.0f / scale : 0.0f;
+    std::memcpy(m.scales.data() + 4 * r, &scale, 4);
+    for (int64_t c = 0; c < k; ++c)
+      m.values[static_cast<size_t>(r * k + c)] = static_cast<std::byte>(static_cast<int8_t>(std::lround(row[c] * inv)));
+  }
+  return m;
+}
+
+Result<QuantizedMatrix> quantize_q8_0(std::span<const float> w, int64_t n, int64_t k) {
+  RADIX_RETURN_IF_ERROR(check_blocked("quantize_q8_0", w.size(), n, k));
+  QuantizedMatrix m = blocked(DType::kI8, n, k);
+  for (size_t b = 0; b < w.size() / kBlock; ++b) {
+    const float* x = w.data() + kBlock * b;
+    float amax = 0;
+    for (int64_t j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+    put_f16(m, b, d);
+    for (int64_t j = 0; j < kBlock; ++j)
+      m.values[kBlock * b + j] = static_cast<std::byte>(static_cast<int8_t>(std::roundf(x[j] * id)));
+  }
+  return m;
+}
+
+Result<QuantizedMatrix> quantize_q4_0(std::span<const float> w, int64_t n, int64_t k) {
+  RADIX_RETURN_IF_ERROR(check_blocked("quantize_q4_0", w.size(), n, k));
+  QuantizedMatrix m = blocked(DType::kU8, n, k);
+  for (size_t b = 0; b < w.size() / kBlock; ++b) {
+    const float* x = w.data() + kBlock * b;
+    float amax = 0, max = 0;
+    for (int64_t j = 0; j < kBlock; ++j)
+      if (std::fabs(x[j]) > amax) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    const float d = max / -8.0f, id = d != 0 ? 1.0f / d : 0.0f;
+    put_f16(m, b, d);
+    for (int64_t j = 0; j < kBlock / 2; ++j) {
+      const auto q0 = static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x[j] * id + 8.5f)));
+      const auto q1 = static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x[j + 16] * id + 8.5f)));
+      m.values[16 * b + j] = static_cast<std::byte>(q0 | (q1 << 4));
+    }
+  }
+  return m;
+}
+
+namespace {
+Result<QuantizedMatrix> split_blocks(const char* what, DType values, size_t block_bytes,
+                                     std::span<const std::byte> blocks, int64_t n, int64_t k) {
+  if (n <= 0 || k <= 0 || k % kBlock != 0)
+    return invalid_argument(std::string(what) + ": a [" + std::to_string(n) + ", " + std::to_string(k) +
+                            "] tensor: k must be a positive multiple of 32");
+  const size_t count = static_cast<size_t>(n * (k / kBlock));
+  if (blocks.size() != count * block_bytes)
+    return invalid_argument(std::string(what) + ": " + std::to_string(blocks.size()) + " bytes for a [" +
+                            std::to_string(n) + ", " + std::to_string(k) + "] tensor, which takes " +
+                            std::to_string(count) + " blocks of " + std::to_string(block_bytes) + " bytes");
+  QuantizedMatrix m = blocked(values, n, k);
+  const size_t vb = block_bytes - 2;
+  for (size_t b = 0; b < count; ++b) {
+    const std::byte* p = blocks.data() + b * block_bytes;
+    std::memcpy(m.scales.data() + 2 * b, p, 2);
+    std::memcpy(m.values.data() + vb * b, p + 2, vb);
+  }
+  return m;
+}
+}  // namespace
+
+Result<QuantizedMatrix> split_gguf_q8_0(std::span<const std::byte> blocks, int64_t n, int64_t k) {
+  return split_blocks("GGUF Q8_0", DType::kI8, 34, blocks, n, k);
+}
+Result<QuantizedMatrix> split_gguf_q4_0(std::span<const std::byte> blocks, int64_t n, int64_t k) {
+  return split_blocks("GGUF Q4_0", DType::kU8, 18, blocks, n, k);
+}
+
+std::vector<float> dequantize(const QuantizedMatrix& m) {
+  const int64_t n = m.values_shape.dim(0);
+  const bool q4 = m.values_shape.dtype() == DType::kU8;
+  const int64_t k = q4 ? m.values_shape.dim(1) * 2 : m.values_shape.dim(1);
+  std::vector<float> w(static_cast<size_t>(n * k));
+  if (m.scales_shape.dtype() == DType::kF32) {
+    for (int64_t r = 0; r < n; ++r) {
+      float s;
+      std::memcpy(&s, m.scales.data() + 4 * r, 4);
+      for (int64_t c = 0; c < k; ++c)
+        w[static_cast<size_t>(r * k + c)] = s * static_cast<float>(static_cast<int8_t>(m.values[static_cast<size_t>(r * k + c)]));
+    }
+    return w;
+  }
+  for (size_t b = 0; b < w.size() / kBlock; ++b) {
+    const float d = get_f16(m, b);
+    for (int64_t j = 0; j < kBlock; ++j) {
+      int q;
+      if (!q4) {
+        q = static_cast<int8_t>(m.values[kBlock * b + j]);
+      } else {
+        const auto byte = static_cast<uint8_t>(m.values[16 * b + (j % 16)]);
+        q = (j < 16 ? byte & 15 : byte >> 4) - 8;
+      }
+      w[kBlock * b + j] = d * static_cast<float>(q);
+    }
+  }
+  return w;
+}
+
+}  // namespace radix::io

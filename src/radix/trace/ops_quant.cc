@@ -1,0 +1,191 @@
+// Quantized contractions (ops_quant.h): one linalg.generic per product whose
+// body widens and scales the weight element, marked kQuantizedDotAttr so the
+// CPU schedule gives it the dot-product register tiles of the decode
+// mat-vec (backends/cpu/schedule.cc) and elementwise fusion leaves it alone.
+#include "radix/trace/ops_quant.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "radix/trace/emit_util.h"
+#include "radix/trace/ops.h"
+#include "radix/trace/ops_layout.h"
+#include "radix/trace/ops_math.h"
+
+namespace radix {
+
+using namespace detail;
+using mlir::Value;
+
+namespace {
+
+constexpr int64_t kBlock = 32;  // GGUF's Q8_0 / Q4_0 block length
+
+// Read by the CPU backend (schedule.cc, fuse_elementwise_pass.cc).
+constexpr const char* kQuantizedDotAttr = "radix.quantized_dot";
+
+std::string shapes(const Tensor& values, const Tensor& scales) {
+  return values.shape().to_string() + ", " + scales.shape().to_string();
+}
+
+// (n, k) of W.
+std::pair<int64_t, int64_t> weight_dims(QuantFormat f, const Tensor& values) {
+  return {values.dim(0), f == QuantFormat::kQ4_0 ? values.dim(1) * 2 : values.dim(1)};
+}
+
+using BodyFn = std::function<Value(mlir::OpBuilder&, mlir::Location, mlir::ValueRange)>;
+
+// acc[m, n] += body(inputs) over loops (m, n, reductions...); `maps` are the
+// inputs' maps as lists of loop indices.
+Tensor emit_contraction(const char* op, const std::vector<Tensor>& inputs,
+                        const std::vector<std::vector<unsigned>>& maps, unsigned n_loops, int64_t M, int64_t N,
+                        const BodyFn& body) {
+  CompilationContext& ctx = context_for(op, {&inputs[0]});
+  mlir::OpBuilder& b = ctx.builder();
+  mlir::MLIRContext* mctx = &ctx.mlir_context();
+  mlir::Location l = ctx.loc();
+  const Shape out(DType::kF32, {M, N});
+  Value zero = scalar_constant(b, l, DType::kF32, 0);
+  Value acc = mlir::linalg::FillOp::create(b, l, mlir::ValueRange{zero}, mlir::ValueRange{empty_tensor(ctx, out)})
+                  .getResult(0);
+  llvm::SmallVector<mlir::AffineMap> affine;
+  auto make_map = [&](const std::vector<unsigned>& dims) {
+    llvm::SmallVector<mlir::AffineExpr> e;
+    for (unsigned d : dims) e.push_back(mlir::getAffineDimExpr(d, mctx));
+    return mlir::AffineMap::get(n_loops, 0, e, mctx);
+  };
+  for (const auto& m : maps) affine.push_back(make_map(m));
+  affine.push_back(make_map({0, 1}));
+  llvm::SmallVector<mlir::utils::IteratorType> iters(n_loops, mlir::utils::IteratorType::reduction);
+  iters[0] = iters[1] = mlir::utils::IteratorType::parallel;
+  llvm::SmallVector<Value> ins;
+  for (const Tensor& t : inputs) ins.push_back(value_of(t));
+  auto g = mlir::linalg::GenericOp::create(
+      b, l, mlir::TypeRange{tensor_type(mctx, out)}, ins, mlir::ValueRange{acc}, affine, iters,
+      [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::ValueRange args) {
+        Value p = body(nb, nl, args.drop_back());
+        mlir::linalg::YieldOp::create(nb, nl, mlir::arith::AddFOp::create(nb, nl, args.back(), p).getResult());
+      });
+  g->setAttr(kQuantizedDotAttr, b.getUnitAttr());
+  return wrap(ctx, g.getResult(0), out);
+}
+
+Value widen(mlir::OpBuilder& b, mlir::Location l, Value v) {
+  mlir::Type f32 = b.getF32Type();
+  if (llvm::isa<mlir::IntegerType>(v.getType())) return mlir::arith::SIToFPOp::create(b, l, f32, v);
+  if (v.getType() == f32) return v;
+  return mlir::arith::ExtFOp::create(b, l, f32, v);
+}
+
+// (nibble - 8) of i8 byte `q`, the low (shift 0) or high (shift 4) one.
+Value nibble(mlir::OpBuilder& b, mlir::Location l, Value q, int shift) {
+  mlir::Type i8 = q.getType();
+  auto c = [&](int64_t v) { return mlir::arith::ConstantOp::create(b, l, b.getIntegerAttr(i8, v)).getResult(); };
+  Value n = shift ? mlir::arith::ShRUIOp::create(b, l, q, c(shift)).getResult() : q;
+  n = mlir::arith::AndIOp::create(b, l, n, c(15));
+  return widen(b, l, mlir::arith::SubIOp::create(b, l, n, c(8)));
+}
+
+Value mul(mlir::OpBuilder& b, mlir::Location l, Value x, Value y) {
+  return mlir::arith::MulFOp::create(b, l, x, y);
+}
+
+}  // namespace
+
+QuantFormat quant_format(const Tensor& values, const Tensor& scales) {
+  context_for("quantized weights", {&values, &scales});
+  auto bad = [&](const std::string& why) {
+    fail("quantized weights (" + shapes(values, scales) + "): " + why +
+         " (int8 per channel: i8[n,k] with f32[n]; Q8_0: i8[n,k] with f16[n,k/32]; Q4_0: u8[n,k/2] with "
+         "f16[n,k/32])");
+  };
+  if (values.rank() != 2) bad("values must be a matrix [n, k]");
+  const int64_t n = values.dim(0);
+  if (values.dtype() == DType::kI8 && scales.dtype() == DType::kF32) {
+    if (scales.rank() != 1 || scales.dim(0) != n) bad("per-channel scales must be f32[" + std::to_string(n) + "]");
+    return QuantFormat::kInt8PerChannel;
+  }
+  const bool q8 = values.dtype() == DType::kI8, q4 = values.dtype() == DType::kU8;
+  if (!(q8 || q4) || scales.dtype() != DType::kF16) bad("unknown combination of dtypes");
+  const int64_t k = q4 ? values.dim(1) * 2 : values.dim(1);
+  if (k % kBlock != 0) bad("k = " + std::to_string(k) + " is not a multiple of the block length 32");
+  if (scales.rank() != 2 || scales.dim(0) != n || scales.dim(1) != k / kBlock)
+    bad("block scales must be f16[" + std::to_string(n) + "," + std::to_string(k / kBlock) + "]");
+  return q4 ? QuantFormat::kQ4_0 : QuantFormat::kQ8_0;
+}
+
+Tensor dequantize(const Tensor& values, const Tensor& scales) {
+  const QuantFormat f = quant_format(values, scales);
+  const auto [n, k] = weight_dims(f, values);
+  switch (f) {
+    case QuantFormat::kInt8PerChannel:
+      return convert(values, DType::kF32) * reshape(scales, {n, 1});
+    case QuantFormat::kQ8_0:
+      return reshape(convert(reshape(values, {n, k / kBlock, kBlock}), DType::kF32) *
+                         reshape(convert(scales, DType::kF32), {n, k / kBlock, 1}),
+                     {n, k});
+    case QuantFormat::kQ4_0: {
+      // Bytes [n, k/32, 16] -> low and high nibbles, each [n, k/32, 1, 16],
+      // joined along a new axis of 2 (the block's two halves).
+      Tensor bytes = reshape(values, {n, k / kBlock, 1, 16});
+      Tensor lo = bitwise_and(bytes, full(bytes.shape(), 15.0));
+      Tensor hi = shift_right_logical(bytes, full(bytes.shape(), 4.0));
+      Tensor q = convert(concatenate({lo, hi}, 2), DType::kF32) - 8.0;
+      Tensor s = reshape(convert(scales, DType::kF32), {n, k / kBlock, 1, 1});
+      return reshape(q * s, {n, k});
+    }
+  }
+  return values;
+}
+
+Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales) {
+  context_for("quantized_matmul", {&x, &values, &scales});
+  const QuantFormat f = quant_format(values, scales);
+  const auto [N, K] = weight_dims(f, values);
+  if (x.dtype() != DType::kF32 || x.rank() < 1 || x.dim(-1) != K)
+    fail("quantized_matmul(" + x.shape().to_string() + ", " + shapes(values, scales) + "): x must be f32[..., " +
+         std::to_string(K) + "]");
+  int64_t M = 1;
+  std::vector<int64_t> out_dims;
+  for (int i = 0; i + 1 < x.rank(); ++i) {
+    M *= x.dim(i);
+    out_dims.push_back(x.dim(i));
+  }
+  out_dims.push_back(N);
+  Tensor x2 = reshape(x, {M, K});
+  Tensor y;
+  if (M > kQuantizedDotMaxRows) {
+    y = dot_general(x2, dequantize(values, scales), DotDims{{}, {}, {1}, {1}});
+  } else if (f == QuantFormat::kInt8PerChannel) {
+    // Loops (m, n, k); the per-channel scale multiplies the [M, N] result.
+    y = emit_contraction("quantized_matmul", {x2, values}, {{0, 2}, {1, 2}}, 3, M, N,
+                         [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
+                           return mul(b, l, a[0], widen(b, l, a[1]));
+                         });
+    y = y * reshape(scales, {1, N});
+  } else if (f == QuantFormat::kQ8_0) {
+    // Loops (m, n, kb, j): x[m, kb, j] * values[n, kb, j] * scales[n, kb].
+    y = emit_contraction("quantized_matmul",
+                         {reshape(x2, {M, K / kBlock, kBlock}), reshape(values, {N, K / kBlock, kBlock}), scales},
+                         {{0, 2, 3}, {1, 2, 3}, {1, 2}}, 4, M, N,
+                         [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
+                           return mul(b, l, a[0], mul(b, l, widen(b, l, a[1]), widen(b, l, a[2])));
+                         });
+  } else {
+    // Loops (m, n, kb, j), j < 16: byte j of a block weighs x's element j
+    // (low nibble) and j + 16 (high nibble): x is read as its two halves.
+    Tensor xb = reshape(x2, {M, K / kBlock, 2, 16});
+    Tensor x_lo = reshape(slice(xb, Axis(2), 0, 1), {M, K / kBlock, 16});
+    Tensor x_hi = reshape(slice(xb, Axis(2), 1, 2), {M, K / kBlock, 16});
+    y = emit_contraction("quantized_matmul", {x_lo, x_hi, reshape(values, {N, K / kBlock, 16}), scales},
+                         {{0, 2, 3}, {0, 2, 3}, {1, 2, 3}, {1, 2}}, 4, M, N,
+                         [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
+                           Value s = widen(b, l, a[3]);
+                           Value lo = mul(b, l, a[0], nibble(b, l, a[2], 0));
+                           Value hi = mul(b, l, a[1], nibble(b, l, a[2], 4));
+                           return mul(b, l, mlir::arith::AddFOp::create(b, l, lo, hi), s);
+                         });
+  }
+  return reshape(y, std::span<const int64_t>(out_dims));
+}
+
+}  // namespace radix

@@ -1,0 +1,44 @@
+// Contractions with quantized weight matrices, read as they are stored:
+// the integers are widened and scaled inside the product (in registers),
+// never expanded into an f32 copy. A decode step reads a quarter (int8,
+// Q8_0) or about an eighth (Q4_0) of the bytes of f32 weights.
+//
+// A weight matrix W[n, k] (stored [out, in], as Llama checkpoints and GGUF
+// files hold it) is given by two tensors, values and scales, in one of
+// three formats, told apart by their dtypes and shapes:
+//
+//   int8 per channel  values i8 [n, k]      scales f32 [n]
+//                     W[r, c] = values[r, c] * scales[r]
+//   Q8_0 (GGUF)       values i8 [n, k]      scales f16 [n, k / 32]
+//                     W[r, c] = values[r, c] * scales[r, c / 32]
+//   Q4_0 (GGUF)       values u8 [n, k / 2]  scales f16 [n, k / 32]
+//                     in block b of row r, byte j (0..15) of the block's 16
+//                     holds element 32b + j in its low nibble and 32b + j + 16
+//                     in its high nibble: W = (nibble - 8) * scales[r, b]
+//
+// The Q formats are GGUF's blocks with the scale of each block of 32 moved
+// to its own array (io/quantize.h splits GGUF blocks and quantizes f32).
+#pragma once
+
+#include "radix/trace/tensor.h"
+
+namespace radix {
+
+enum class QuantFormat { kInt8PerChannel, kQ8_0, kQ4_0 };
+
+// The format `values` / `scales` describe; a TraceError naming both shapes
+// when they match none (k must be a multiple of 32 for Q8_0 / Q4_0).
+QuantFormat quant_format(const Tensor& values, const Tensor& scales);
+
+// x[..., k] (f32) · Wᵀ -> [..., n] f32, products summed in f32 (in another
+// order than a plain f32 matmul: results agree to rounding). With at most
+// kQuantizedDotMaxRows rows (decode steps) the weights are widened in
+// registers; longer inputs (a prompt) dequantize W once per call to f32 and
+// run the f32 matmul schedule, which is compute-bound there anyway.
+Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales);
+inline constexpr int64_t kQuantizedDotMaxRows = 16;
+
+// W as f32 [n, k].
+Tensor dequantize(const Tensor& values, const Tensor& scales);
+
+}  // namespace radix

@@ -1,0 +1,204 @@
+// quantized_matmul / dequantize (trace/ops_quant.h) and the host quantizers
+// (io/quantize.h). Every product is held to a double loop over the host's
+// dequantized weights (io::dequantize, itself checked against GGUF's block
+// decoders and the quantization error bounds), on every schedule (each
+// ISA's tiling and plain loops), on 1 and 2 threads, for the in-register
+// path (rows <= kQuantizedDotMaxRows) and the dequantize-then-matmul path.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "op_test_helpers.h"
+#include "radix/io/gguf.h"
+#include "radix/io/quantize.h"
+
+namespace radix {
+namespace {
+
+enum class Fmt { kInt8, kQ8, kQ4 };
+const char* name(Fmt f) { return f == Fmt::kInt8 ? "int8" : f == Fmt::kQ8 ? "Q8_0" : "Q4_0"; }
+
+io::QuantizedMatrix quantize(Fmt f, const std::vector<float>& w, int64_t n, int64_t k) {
+  if (f == Fmt::kInt8) return io::quantize_int8(w, n, k);
+  return must(f == Fmt::kQ8 ? io::quantize_q8_0(w, n, k) : io::quantize_q4_0(w, n, k));
+}
+
+Buffer device(const Shape& s, const std::vector<std::byte>& bytes) {
+  return must(cpu().bytes(s, bytes));
+}
+
+std::vector<float> reference(const std::vector<float>& x, const std::vector<float>& w, int64_t m, int64_t n,
+                             int64_t k) {
+  std::vector<float> y(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t c = 0; c < k; ++c) acc += double(x[size_t(i * k + c)]) * w[size_t(j * k + c)];
+      y[size_t(i * n + j)] = float(acc);
+    }
+  return y;
+}
+
+void check_product(Fmt f, int64_t m, int64_t n, int64_t k, int threads) {
+  SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+               " threads " + std::to_string(threads));
+  std::vector<float> wf = testing::random_vec<float>(size_t(n * k), -1, 1, 31);
+  std::vector<float> x = testing::random_vec<float>(size_t(m * k), -1, 1, 32);
+  io::QuantizedMatrix q = quantize(f, wf, n, k);
+  std::vector<float> want = reference(x, io::dequantize(q), m, n, k);
+  const Shape xs(DType::kF32, {m, k});
+  on_every_schedule([&] {
+    CompileFnOptions o;
+    o.compile = g_opts.compile;
+    o.compile.codegen.cpu.threads = threads;
+    auto exe = must(compile_fn(
+        cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); }, xs, q.values_shape,
+        q.scales_shape));
+    Buffer out = must(exe.call(must(cpu().buffer(xs, x)), device(q.values_shape, q.values),
+                               device(q.scales_shape, q.scales)));
+    EXPECT_EQ(out.shape().to_string(), "f32[" + std::to_string(m) + "," + std::to_string(n) + "]");
+    // f32 sums of k products of magnitude <= 1 against double.
+    EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-5, 2e-6 * double(k)));
+  });
+}
+
+TEST(Quant, ProductsMatchDequantizedReference) {
+  struct Mnk { int64_t m, n, k; };
+  for (Fmt f : {Fmt::kInt8, Fmt::kQ8, Fmt::kQ4})
+    for (Mnk s : {Mnk{1, 1, 32}, Mnk{1, 33, 64}, Mnk{3, 12, 96}, Mnk{1, 64, 1024}, Mnk{16, 8, 64},
+                  Mnk{17, 24, 64}})
+      check_product(f, s.m, s.n, s.k, 1);
+  // int8 per channel takes any k, including odd ones no vector width divides.
+  check_product(Fmt::kInt8, 2, 5, 7, 1);
+  check_product(Fmt::kInt8, 1, 3, 40, 1);
+}
+
+TEST(Quant, ProductsOnTwoThreads) {
+  for (Fmt f : {Fmt::kInt8, Fmt::kQ8, Fmt::kQ4}) {
+    check_product(f, 1, 512, 512, 2);
+    check_product(f, 4, 256, 256, 2);
+  }
+}
+
+// The in-register path is what runs: the product is tiled into dot-product
+// register tiles and the weights are widened as vectors (a decode step).
+TEST(Quant, DecodeStepWidensWeightsInVectors) {
+  for (Fmt f : {Fmt::kInt8, Fmt::kQ8, Fmt::kQ4}) {
+    SCOPED_TRACE(name(f));
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("radix-quant-" + std::to_string(::getpid()) + name(f));
+    std::filesystem::remove_all(dir);
+    io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, 71), 64, 256);
+    CompileFnOptions o;
+    o.compile.diagnostics.dump = {"schedule-script", "schedule"};
+    o.compile.diagnostics.dump_dir = dir.string();
+    must(compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
+                    Shape(DType::kF32, {1, 256}), q.values_shape, q.scales_shape));
+    const std::string script = testing::stage_dump(dir, "schedule-script.mlir");
+    const std::string ir = testing::stage_dump(dir, "schedule.mlir");
+    std::filesystem::remove_all(dir);
+    EXPECT_NE(script.find("tile_reduction_using_for"), std::string::npos) << script;
+    // e.g. arith.sitofp %54 : vector<4x1x16xi8> to vector<4x1x16xf32>: four weight rows at a time.
+    EXPECT_NE(ir.find("xi8> to vector<4x"), std::string::npos) << ir;
+    EXPECT_EQ(ir.find("arith.sitofp %in"), std::string::npos) << "a scalar widening left in a loop: " << ir;
+  }
+}
+
+TEST(Quant, LeadingAxesAndDequantize) {
+  // x [2, 1, 64] -> [2, 1, 8]; dequantize(values, scales) equals the host's.
+  for (Fmt f : {Fmt::kInt8, Fmt::kQ8, Fmt::kQ4}) {
+    SCOPED_TRACE(name(f));
+    std::vector<float> wf = testing::random_vec<float>(8 * 64, -2, 2, 41);
+    std::vector<float> x = testing::random_vec<float>(2 * 64, -1, 1, 42);
+    io::QuantizedMatrix q = quantize(f, wf, 8, 64);
+    std::vector<float> w = io::dequantize(q);
+    auto exe = must(compile_fn(
+        cpu(), [](Tensor a, Tensor v, Tensor s) { return std::vector<Tensor>{quantized_matmul(a, v, s), dequantize(v, s)}; },
+        Shape(DType::kF32, {2, 1, 64}), q.values_shape, q.scales_shape));
+    auto out = must(exe.call(must(cpu().buffer(Shape(DType::kF32, {2, 1, 64}), x)), device(q.values_shape, q.values),
+                             device(q.scales_shape, q.scales)));
+    EXPECT_EQ(out[0].shape().to_string(), "f32[2,1,8]");
+    EXPECT_TRUE(testing::all_close(must(out[0].to_host<float>()), reference(x, w, 2, 8, 64), 1e-5, 2e-4));
+    EXPECT_EQ(must(out[1].to_host<float>()), w);
+  }
+}
+
+TEST(Quant, HostQuantizersBoundTheError) {
+  const int64_t n = 4, k = 64;
+  std::vector<float> w = testing::random_vec<float>(size_t(n * k), -3, 3, 51);
+  w[5] = 0;  // zero blocks / rows stay zero
+  std::vector<float> zeros(size_t(k), 0.0f);
+  std::copy(zeros.begin(), zeros.end(), w.begin() + 2 * k);
+  for (Fmt f : {Fmt::kInt8, Fmt::kQ8, Fmt::kQ4}) {
+    SCOPED_TRACE(name(f));
+    std::vector<float> d = io::dequantize(quantize(f, w, n, k));
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < k; ++c) {
+        // The error is at most half a step of the row's / block's scale
+        // (Q4_0: one step at the clamped top), plus the f16 rounding of it.
+        const int64_t group = f == Fmt::kInt8 ? k : 32, g0 = r * k + c / group * group;
+        float amax = 0;
+        for (int64_t j = 0; j < group; ++j) amax = std::max(amax, std::fabs(w[size_t(g0 + j)]));
+        const double step = f == Fmt::kQ4 ? amax / 8.0 : amax / 127.0;
+        const double bound = (f == Fmt::kQ4 ? 1.0 : 0.5) * step * 1.01 + amax * 2e-3 + 1e-7;
+        EXPECT_LE(std::fabs(d[size_t(r * k + c)] - w[size_t(r * k + c)]), bound) << r << "," << c;
+      }
+    for (int64_t c = 0; c < k; ++c) EXPECT_EQ(d[size_t(2 * k + c)], 0.0f);
+  }
+}
+
+// GGUF blocks split into values and scales decode to what the GGUF loader's
+// block decoders give for the same bytes.
+TEST(Quant, SplitGgufBlocksMatchTheLoadersDecoders) {
+  const int64_t n = 3, k = 64;
+  std::vector<float> w = testing::random_vec<float>(size_t(n * k), -1, 1, 61);
+  for (bool q4 : {false, true}) {
+    SCOPED_TRACE(q4 ? "Q4_0" : "Q8_0");
+    io::QuantizedMatrix q = must(q4 ? io::quantize_q4_0(w, n, k) : io::quantize_q8_0(w, n, k));
+    // Interleave into GGUF's blocks: f16 scale, then the block's bytes.
+    const size_t vb = q4 ? 16 : 32, blocks = size_t(n * k / 32);
+    std::vector<std::byte> gguf;
+    for (size_t b = 0; b < blocks; ++b) {
+      gguf.insert(gguf.end(), q.scales.begin() + 2 * b, q.scales.begin() + 2 * b + 2);
+      gguf.insert(gguf.end(), q.values.begin() + vb * b, q.values.begin() + vb * (b + 1));
+    }
+    std::vector<float> decoded(size_t(n * k));
+    if (q4) io::dequantize_q4_0(gguf, decoded);
+    else io::dequantize_q8_0(gguf, decoded);
+    io::QuantizedMatrix split = must(q4 ? io::split_gguf_q4_0(gguf, n, k) : io::split_gguf_q8_0(gguf, n, k));
+    EXPECT_EQ(split.values, q.values);
+    EXPECT_EQ(split.scales, q.scales);
+    EXPECT_EQ(io::dequantize(split), decoded);
+    // A truncated tensor names its sizes.
+    auto bad = q4 ? io::split_gguf_q4_0(std::span(gguf).first(gguf.size() - 1), n, k)
+                  : io::split_gguf_q8_0(std::span(gguf).first(gguf.size() - 1), n, k);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("[3, 64]"), std::string::npos) << bad.status().message();
+  }
+  auto odd = io::quantize_q8_0(std::vector<float>(3 * 40, 1.0f), 3, 40);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("multiple of 32"), std::string::npos);
+}
+
+TEST(Quant, MismatchedShapesFailWithBothShapes) {
+  struct Case { Shape x, v, s; const char* want; };
+  const Case cases[] = {
+      {Shape(DType::kF32, {1, 64}), Shape(DType::kI8, {8, 64}), Shape(DType::kF32, {7}), "f32[8]"},
+      {Shape(DType::kF32, {1, 64}), Shape(DType::kI8, {8, 64}), Shape(DType::kF16, {8, 3}), "f16[8,2]"},
+      {Shape(DType::kF32, {1, 40}), Shape(DType::kI8, {8, 40}), Shape(DType::kF16, {8, 1}), "multiple of the block"},
+      {Shape(DType::kF32, {1, 32}), Shape(DType::kU8, {8, 16}), Shape(DType::kF32, {8}), "unknown combination"},
+      {Shape(DType::kF32, {1, 63}), Shape(DType::kI8, {8, 64}), Shape(DType::kF32, {8}), "x must be f32[..., 64]"},
+      {Shape(DType::kF16, {1, 64}), Shape(DType::kI8, {8, 64}), Shape(DType::kF32, {8}), "x must be f32[..., 64]"},
+  };
+  for (const Case& c : cases) {
+    auto r = compile_fn(cpu(), [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); }, c.x, c.v, c.s);
+    ASSERT_FALSE(r.ok());
+    const std::string msg = r.status().message();
+    EXPECT_NE(msg.find(c.want), std::string::npos) << msg;
+    EXPECT_NE(msg.find(c.v.to_string()), std::string::npos) << msg;
+    EXPECT_NE(msg.find(c.s.to_string()), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace radix
