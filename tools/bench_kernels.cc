@@ -7,6 +7,8 @@
 //    attention scores q . k^T.
 //  * decode mat-vec x[1,4096] . W[4096,4096]^T (GB/s of W's bytes; peers
 //    sgemv, sgemm, oneDNN, and a loop summing W: the read bandwidth).
+//  * the same mat-vec with W quantized (int8, Q8_0, Q4_0), in weights / ns;
+//    peers the f32 product (Radix, sgemv) and reading the quantized bytes.
 //  * elementwise chain, row softmax, RMSNorm (GB/s of bytes read + written;
 //    peers a C++ loop and memcpy of the same traffic).
 //
@@ -31,6 +33,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "radix/io/quantize.h"
 #include "radix/radix.h"
 #include "tools/bench_command.h"
 
@@ -383,6 +386,83 @@ void gemm_case(const GemmSpec& g, const BenchOptions& o, BenchTable& table) {
   }
 }
 
+// ------------------------------------------------ quantized decode mat-vec
+
+// x[1,k] . W[n,k]^T with W kept quantized (int8 per channel, Q8_0, Q4_0;
+// trace/ops_quant.h), in weights per nanosecond. Peers: the same product on
+// the dequantized f32 weights by Radix and by cblas_sgemv (what quantizing
+// gains), and a loop reading the quantized bytes (the memory bound).
+void quant_matvec_case(const std::string& name, QuantFormat f, int64_t n, int64_t k, const BenchOptions& o,
+                       BenchTable& table) {
+  std::vector<float> w(static_cast<size_t>(n * k));
+  fill_random(w.data(), w.size(), -1, 1, 21);
+  io::QuantizedMatrix q = f == QuantFormat::kInt8PerChannel ? io::quantize_int8(w, n, k)
+                          : f == QuantFormat::kQ8_0         ? *io::quantize_q8_0(w, n, k)
+                                                            : *io::quantize_q4_0(w, n, k);
+  const std::vector<float> wd = io::dequantize(q);
+  const Shape sx(DType::kF32, {1, k}), sw(DType::kF32, {n, k});
+  const Buffer X = upload_random(sx, -1, 1, 22);
+  const Buffer V = unwrap(platform().bytes(q.values_shape, q.values), name + ": values");
+  const Buffer S = unwrap(platform().bytes(q.scales_shape, q.scales), name + ": scales");
+  const Buffer W = unwrap(platform().buffer(sw, wd), name + ": dequantized weights");
+  const size_t qbytes = q.values.size() + q.scales.size();
+  std::vector<float> ref(static_cast<size_t>(n)), scratch(static_cast<size_t>(n));
+  auto sgemv = [&](float* y) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), 1.f, fp(W),
+                static_cast<int>(k), fp(X), 1, 0.f, y, 1);
+  };
+  openblas_set_num_threads(o.cores);
+  sgemv(ref.data());
+  const double weights = static_cast<double>(n * k) / 1e9;  // G weights per call
+  for (int t : o.threads) {
+    auto exe_q = compile_radix(name, t, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); }, sx,
+                               q.values_shape, q.scales_shape);
+    auto exe_f = compile_radix(name + " (f32)", t,
+                               [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, sx, sw);
+    std::vector<std::pair<std::string, double>> errs;
+    {
+      Buffer out = unwrap(exe_q->call(X, V, S), name + ": radix call");
+      errs.push_back({"radix", max_rel_err(fp(out), ref.data(), ref.size(), 1.0)});
+      Buffer outf = unwrap(exe_f->call(X, W), name + ": radix f32 call");
+      errs.push_back({"radix f32", max_rel_err(fp(outf), ref.data(), ref.size(), 1.0)});
+    }
+    const bool ok = table.check(name + " t=" + std::to_string(t), errs, gemm_tolerance(k),
+                                "max |x-ref|/max(|ref|,1), ref: sgemv of the dequantized weights");
+    Pool pool(t);
+    auto read_all = [&] {
+      const float* p = static_cast<const float*>(V.device_ptr());
+      const size_t nf = q.values.size() / sizeof(float);
+      std::vector<double> sums(static_cast<size_t>(pool.size()));
+      pool.run([&](int i, int np) {
+        auto [lo, hi] = part(nf, i, np);
+        sums[static_cast<size_t>(i)] = sum_floats(p + lo, hi - lo);
+      });
+      double total = 0;
+      for (double v : sums) total += v;
+      g_sink = total;
+    };
+    std::vector<Contender> cs;
+    if (ok) {
+      cs.push_back({"radix", [&] { Buffer out = unwrap(exe_q->call(X, V, S), name); }, {}});
+      cs.push_back({"radix f32", [&] { Buffer out = unwrap(exe_f->call(X, W), name); }, {}});
+      cs.push_back({"openblas sgemv", [&] { sgemv(scratch.data()); }, [&] { openblas_set_num_threads(t); }});
+      cs.push_back({"read", read_all, {}});
+    }
+    const std::vector<double> sec = cs.empty() ? std::vector<double>{} : measure_interleaved(cs, o);
+    BenchRow row{name, t, "Gweight/s", NAN, {{"radix f32", NAN}, {"openblas sgemv", NAN}, {"read", NAN}},
+                 ok ? cache_note(static_cast<double>(qbytes), o) : "a check failed: nothing timed"};
+    if (!sec.empty()) {
+      row.radix = weights / sec[0];
+      row.peers[0].value = weights / sec[1];
+      row.peers[1].value = weights / sec[2];
+      // The values' bytes at the read rate, as weights: (values bytes / s) / (bytes per weight).
+      const double bytes_per_weight = static_cast<double>(qbytes) / static_cast<double>(n * k);
+      row.peers[2].value = static_cast<double>(q.values.size()) / 1e9 / sec[3] / bytes_per_weight;
+    }
+    table.add(std::move(row));
+  }
+}
+
 // ------------------------------------------------ memory-bound op cases
 
 // A Radix op over host buffers vs a C++ loop and memcpy moving as many bytes,
@@ -610,6 +690,12 @@ std::vector<KernelCase> kernel_cases(const BenchOptions& o) {
   gemm({"attention q.k^T 12x[128,64].[128,64]^T", 12, 128, 128, 64, true, false});
   // GB/s of the weights (peers sgemv, sgemm, onednn, read).
   gemm({"matvec decode 1x4096 . W[4096,4096]^T", 1, 1, 4096, 4096, true, true});
+  // Weights per ns (peers Radix f32, sgemv, reading the quantized bytes).
+  for (auto [f, label] : {std::pair{QuantFormat::kInt8PerChannel, "int8"}, std::pair{QuantFormat::kQ8_0, "Q8_0"},
+                          std::pair{QuantFormat::kQ4_0, "Q4_0"}}) {
+    const std::string qn = std::string("matvec decode 1x4096 . W[4096,4096]^T ") + label;
+    cases.push_back({qn, [=](const BenchOptions& op, BenchTable& t) { quant_matvec_case(qn, f, 4096, 4096, op, t); }});
+  }
 
   // GB/s of bytes read + written (peers C++ -O3, memcpy): one table.
   const int64_t elems = o.quick ? int64_t{1} << 22 : int64_t{1} << 24;
