@@ -39,7 +39,9 @@ const char* kGenerateUsage =
     "  --cache-dir DIR     on-disk executable cache (a later run loads instead of compiling)\n"
     "  --weights DTYPE     the matrices in memory: f32, bf16 or f16, converted on load (default:\n"
     "                      as stored if bf16 / f16, else f32); bf16 halves the bytes a decode\n"
-    "                      step reads; activations stay f32\n"
+    "                      step reads; or int8, q8_0, q4_0: quantized on load and kept\n"
+    "                      quantized (int8 per channel; GGUF's block formats, which need dim\n"
+    "                      and hidden_dim multiples of 32); activations stay f32\n"
     "  --threads N         threads per executable (default: every core)\n"
     "  --verbose           per-stage compile progress, weight loading\n";
 
@@ -60,6 +62,7 @@ struct GenerateArgs {
   bool seed_given = false;
   std::string cache_dir;
   std::optional<DType> weights;
+  std::optional<QuantFormat> quant;
   int threads = 0;
   bool verbose = false;
 };
@@ -95,12 +98,13 @@ bool parse(int argc, char** argv, GenerateArgs* a, std::string* err) {
     else if (f == "--seed") { if (!number(0, 1.8e19, &x)) return false; a->gen.seed = static_cast<uint64_t>(x); a->seed_given = true; }
     else if (f == "--cache-dir") { if (!need("a folder")) return false; a->cache_dir = v; ++i; }
     else if (f == "--weights") {
-      if (!need("f32, bf16 or f16")) return false;
+      if (!need("f32, bf16, f16, int8, q8_0 or q4_0")) return false;
       const std::string d = v;
       if (d == "f32") a->weights = DType::kF32;
       else if (d == "bf16") a->weights = DType::kBF16;
       else if (d == "f16") a->weights = DType::kF16;
-      else { *err = "--weights needs f32, bf16 or f16, got '" + d + "'"; return false; }
+      else if (auto q = parse_quant_format(d)) a->quant = q;
+      else { *err = "--weights needs f32, bf16, f16, int8, q8_0 or q4_0, got '" + d + "'"; return false; }
       ++i;
     }
     else if (f == "--threads") { if (!number(1, 1024, &x)) return false; a->threads = static_cast<int>(x); }
@@ -150,6 +154,7 @@ int run_generate(int argc, char** argv) {
   opts.compile.diagnostics.verbose = a.verbose;
   opts.compile.codegen.cpu.threads = a.threads;
   opts.weight_dtype = a.weights;
+  opts.weight_quant = a.quant;
   auto gen = models::LlamaGenerator::load(Platform::cpu(), **store, opts);
   if (!gen.ok()) return fail("generate", gen.status());
   const double load_ms = ms_since(t0) - (*gen)->compile_ms();

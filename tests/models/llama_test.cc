@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "radix/io/quantize.h"
 #include "radix/io/safetensors.h"
 #include "radix/models/llama/generator.h"
 #include "radix/tokenizer/tokenizer.h"
@@ -33,6 +34,7 @@ struct Ref {
   std::vector<float> w;
   const float *emb, *rms_att, *wq, *wk, *wv, *wo, *rms_ffn, *w1, *w2, *w3, *rms_final;
   std::vector<float> kc, vc;  // [layer][pos][kv_dim]
+  std::vector<float> cls;     // the classifier when it differs from emb (quantized)
 
   explicit Ref(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
@@ -75,6 +77,32 @@ struct Ref {
     round(w1, size_t(layers) * dim * hidden);
     round(w2, size_t(layers) * hidden * dim);
     round(w3, size_t(layers) * dim * hidden);
+  }
+  // Every projection matrix and the classifier quantized in format f and
+  // dequantized again (io/quantize.h), as a quantized model holds them; the
+  // embedding lookup keeps the f32 table.
+  void quantize_matrices(QuantFormat f) {
+    const int kv_dim = dim * kv_heads / heads;
+    auto requantize = [&](float* p, int n, int k) {
+      std::span<float> m(p, size_t(n) * k);
+      io::QuantizedMatrix q = f == QuantFormat::kInt8PerChannel
+                                  ? io::quantize_int8(m, n, k)
+                                  : must(f == QuantFormat::kQ8_0 ? io::quantize_q8_0(m, n, k) : io::quantize_q4_0(m, n, k));
+      std::vector<float> d = io::dequantize(q);
+      std::copy(d.begin(), d.end(), m.begin());
+    };
+    auto mut = [&](const float* p) { return w.data() + (p - w.data()); };
+    cls.assign(emb, emb + size_t(vocab) * dim);
+    requantize(cls.data(), vocab, dim);
+    for (int l = 0; l < layers; ++l) {
+      requantize(mut(wq + size_t(l) * dim * dim), dim, dim);
+      requantize(mut(wk + size_t(l) * dim * kv_dim), kv_dim, dim);
+      requantize(mut(wv + size_t(l) * dim * kv_dim), kv_dim, dim);
+      requantize(mut(wo + size_t(l) * dim * dim), dim, dim);
+      requantize(mut(w1 + size_t(l) * dim * hidden), hidden, dim);
+      requantize(mut(w2 + size_t(l) * hidden * dim), dim, hidden);
+      requantize(mut(w3 + size_t(l) * dim * hidden), hidden, dim);
+    }
   }
   static void rmsnorm(std::vector<double>& o, const std::vector<double>& x, const float* g) {
     double ss = 0;
@@ -139,7 +167,7 @@ struct Ref {
       for (int i = 0; i < dim; ++i) x[i] += d[i];
     }
     rmsnorm(xb, x, rms_final);
-    return matvec(emb, xb, vocab);  // tied classifier
+    return matvec(cls.empty() ? emb : cls.data(), xb, vocab);  // tied classifier
   }
 };
 
@@ -217,6 +245,71 @@ TEST_F(Llama, Bf16WeightsMatchTheReferenceOnRoundedWeights) {
   Status st = bad.validate();
   EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(st.message().find("weight dtype bf16"), std::string::npos) << st.message();
+}
+
+// stories260K with its feed-forward cut to the first `hidden` units (the Q
+// formats need a multiple of 32; the model has 172): a llama2.c checkpoint
+// written next to the test's temporary files.
+std::string write_narrower_ffn(int hidden) {
+  std::ifstream f(kModel, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(f)), {});
+  int32_t h[7];
+  std::memcpy(h, bytes.data(), sizeof h);
+  const size_t dim = size_t(h[0]), old_hidden = size_t(h[1]), layers = size_t(h[2]);
+  const size_t kv_dim = dim * size_t(h[4]) / size_t(h[3]), vocab = size_t(std::abs(h[5]));
+  const float* p = reinterpret_cast<const float*>(bytes.data() + sizeof h);
+  std::vector<float> out;
+  auto copy = [&](size_t n) { out.insert(out.end(), p, p + n); p += n; };
+  copy(vocab * dim + layers * dim + layers * dim * dim * 2 + layers * dim * kv_dim * 2 + layers * dim);
+  for (size_t l = 0; l < layers; ++l, p += old_hidden * dim)  // w1 [hidden, dim]: the first rows
+    out.insert(out.end(), p, p + size_t(hidden) * dim);
+  for (size_t l = 0; l < layers; ++l)  // w2 [dim, hidden]: the first columns of each row
+    for (size_t r = 0; r < dim; ++r, p += old_hidden) out.insert(out.end(), p, p + hidden);
+  for (size_t l = 0; l < layers; ++l, p += old_hidden * dim) out.insert(out.end(), p, p + size_t(hidden) * dim);
+  const float* end = reinterpret_cast<const float*>(bytes.data() + bytes.size());
+  out.insert(out.end(), p, end);  // rms_final and whatever follows, as they are
+  h[1] = hidden;
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("radix-stories-ffn" + std::to_string(hidden) + "-" + std::to_string(::getpid()) + ".bin"))
+                               .string();
+  std::ofstream o(path, std::ios::binary);
+  o.write(reinterpret_cast<const char*>(h), sizeof h);
+  o.write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size() * sizeof(float)));
+  return path;
+}
+
+// Quantized matrices (quantized on load, kept quantized, widened in every
+// product): the logits of the reference run on the same quantized and
+// dequantized matrices, within the f32 bound. int8 on the model as it is; Q8_0
+// and Q4_0 (which refuse its 172-wide feed-forward, by name) on a 160-wide cut.
+TEST_F(Llama, QuantizedWeightsMatchTheReferenceOnDequantizedWeights) {
+  {
+    Ref ref(kModel);
+    ref.quantize_matrices(QuantFormat::kInt8PerChannel);
+    models::LlamaGenerator::Options o = options();
+    o.weight_quant = QuantFormat::kInt8PerChannel;
+    auto gen = must(models::LlamaGenerator::load(cpu(), *store_, o));
+    ASSERT_TRUE(gen->config().weight_quant.has_value());
+    expect_logits_match(*gen, ref);
+  }
+  models::LlamaGenerator::Options q8 = options();
+  q8.weight_quant = QuantFormat::kQ8_0;
+  auto refused = models::LlamaGenerator::load(cpu(), *store_, q8);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("multiples of 32"), std::string::npos) << refused.status().message();
+
+  const std::string path = write_narrower_ffn(160);
+  auto store = must(io::open_weights(path));
+  for (QuantFormat f : {QuantFormat::kQ8_0, QuantFormat::kQ4_0}) {
+    SCOPED_TRACE(quant_format_name(f));
+    Ref ref(path);
+    ref.quantize_matrices(f);
+    models::LlamaGenerator::Options o = options();
+    o.weight_quant = f;
+    auto gen = must(models::LlamaGenerator::load(cpu(), *store, o));
+    expect_logits_match(*gen, ref);
+  }
+  std::filesystem::remove(path);
 }
 
 TEST_F(Llama, PrefillThenDecodeEqualsTokenByToken) {

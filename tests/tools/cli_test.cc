@@ -184,15 +184,24 @@ TEST(CliGenerate, GreedyStoryAndTimingLine) {
   EXPECT_TRUE(std::regex_search(r.out, line)) << r.out;
 }
 
-// bf16 weights on one thread: the same greedy opening as f32 (stories260K's
-// greedy choices are far from ties), and a bad dtype exits 2 naming it.
+// bf16 and int8 weights on one thread: the same greedy opening as f32
+// (stories260K's greedy choices are far from ties), and a bad dtype exits 2
+// naming it.
 TEST(CliGenerate, Bf16WeightsAndThreads) {
   CliRun r = run("generate --model '" + kStories + "' --temperature 0 --steps 30 --weights bf16 --threads 1");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("Once upon a time, there was a little girl named Lily."), std::string::npos) << r.out;
+  // int8 weights keep the greedy opening too; the block formats name why
+  // they refuse stories260K's 172-wide feed-forward.
+  CliRun q = run("generate --model '" + kStories + "' --temperature 0 --steps 30 --weights int8 --threads 1");
+  ASSERT_EQ(q.code, 0) << q.out;
+  EXPECT_NE(q.out.find("Once upon a time, there was a little girl named Lily."), std::string::npos) << q.out;
+  CliRun q8 = run("generate --model '" + kStories + "' --weights q8_0");
+  EXPECT_EQ(q8.code, 1);
+  EXPECT_NE(q8.out.find("need dim and hidden_dim multiples of 32"), std::string::npos) << q8.out;
   CliRun bad = run("generate --model '" + kStories + "' --weights q3");
   EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.out.find("--weights needs f32, bf16 or f16, got 'q3'"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("--weights needs f32, bf16, f16, int8, q8_0 or q4_0, got 'q3'"), std::string::npos) << bad.out;
 }
 
 TEST(CliGenerate, PromptSeedsAndSampling) {

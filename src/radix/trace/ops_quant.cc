@@ -4,6 +4,9 @@
 // mat-vec (backends/cpu/schedule.cc) and elementwise fusion leaves it alone.
 #include "radix/trace/ops_quant.h"
 
+#include <cctype>
+#include <string>
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "radix/trace/emit_util.h"
@@ -135,6 +138,25 @@ Tensor dequantize(const Tensor& values, const Tensor& scales) {
     }
   }
   return values;
+}
+
+Shape quantized_values_shape(QuantFormat f, int64_t n, int64_t k) {
+  if (f == QuantFormat::kQ4_0) return Shape(DType::kU8, {n, k / 2});
+  return Shape(DType::kI8, {n, k});
+}
+Shape quantized_scales_shape(QuantFormat f, int64_t n, int64_t k) {
+  if (f == QuantFormat::kInt8PerChannel) return Shape(DType::kF32, {n});
+  return Shape(DType::kF16, {n, k / kBlock});
+}
+const char* quant_format_name(QuantFormat f) {
+  return f == QuantFormat::kInt8PerChannel ? "int8" : f == QuantFormat::kQ8_0 ? "q8_0" : "q4_0";
+}
+std::optional<QuantFormat> parse_quant_format(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (QuantFormat f : {QuantFormat::kInt8PerChannel, QuantFormat::kQ8_0, QuantFormat::kQ4_0})
+    if (lower == quant_format_name(f)) return f;
+  return std::nullopt;
 }
 
 Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales) {

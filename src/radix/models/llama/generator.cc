@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "radix/io/quantize.h"
 #include "radix/nn/sampler.h"
 
 namespace radix::models {
@@ -10,6 +11,29 @@ namespace radix::models {
 namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+// Replaces each projection matrix and the classifier of `w` (f32 [out, in])
+// by its quantized values and appends its scales (llama.h's order).
+Status quantize_matrices(const Platform& platform, QuantFormat f, Llama<Buffer>& w) {
+  auto quantize = [&](Buffer& m, std::vector<Buffer>& scales) -> Status {
+    RADIX_ASSIGN_OR_RETURN(std::vector<float> host, m.to_host<float>());
+    const int64_t n = m.shape().dim(0), k = m.shape().dim(1);
+    io::QuantizedMatrix q;
+    if (f == QuantFormat::kInt8PerChannel) {
+      q = io::quantize_int8(host, n, k);
+    } else {
+      RADIX_ASSIGN_OR_RETURN(q, f == QuantFormat::kQ8_0 ? io::quantize_q8_0(host, n, k) : io::quantize_q4_0(host, n, k));
+    }
+    RADIX_ASSIGN_OR_RETURN(Buffer values, platform.bytes(q.values_shape, q.values));
+    RADIX_ASSIGN_OR_RETURN(Buffer s, platform.bytes(q.scales_shape, q.scales));
+    m = std::move(values);
+    scales.push_back(std::move(s));
+    return Status();
+  };
+  for (LlamaLayer<Buffer>& l : w.layers)
+    for (Buffer* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) RADIX_RETURN_IF_ERROR(quantize(*m, l.scales));
+  return quantize(w.output, w.output_scales);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<LlamaGenerator>> LlamaGenerator::load(const Platform& platform, const io::WeightStore& store,
@@ -27,9 +51,19 @@ Result<std::unique_ptr<LlamaGenerator>> LlamaGenerator::load(const Platform& pla
              wq && is_half_float(wq->shape.dtype()) && g->config_.dtype == DType::kF32) {
     g->config_.weight_dtype = wq->shape.dtype();
   }
+  if (options.weight_quant) {
+    if (options.weight_dtype && *options.weight_dtype != DType::kF32)
+      return invalid_argument("llama: weight_quant quantizes the matrices; weight_dtype must be unset or f32, not " +
+                              std::string(dtype_name(*options.weight_dtype)));
+    g->config_.weight_dtype = DType::kF32;
+    g->config_.weight_quant = options.weight_quant;
+  }
   RADIX_RETURN_IF_ERROR(g->config_.validate());
-  Llama<Shape> shapes = llama_shapes(g->config_);
+  LlamaConfig plain = g->config_;  // what the store holds: unquantized matrices
+  plain.weight_quant.reset();
+  Llama<Shape> shapes = llama_shapes(plain);
   RADIX_ASSIGN_OR_RETURN(Llama<Buffer> w, load_weights(platform, shapes, store, lo));
+  if (options.weight_quant) RADIX_RETURN_IF_ERROR(quantize_matrices(platform, *options.weight_quant, w));
   g->weights_ = std::make_shared<const Llama<Buffer>>(std::move(w));
   g->load_ms_ = ms_since(t0);
   RADIX_RETURN_IF_ERROR(g->reset());

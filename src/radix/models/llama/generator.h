@@ -58,6 +58,11 @@ class LlamaGenerator {
     // f32), converted on load if the store differs. Unset: a store holding
     // 16-bit float matrices keeps them 16-bit, anything else is f32.
     std::optional<DType> weight_dtype;
+    // Set: the projections and the classifier are quantized on load (from
+    // the store's values, read as f32) into this format and kept quantized
+    // (LlamaConfig::weight_quant); embeddings follow weight_dtype. A GGUF
+    // file's Q8_0 / Q4_0 blocks requantize to the same blocks.
+    std::optional<QuantFormat> weight_quant;
     std::string name = "llama";  // module names: <name>_prefill<s>, <name>_decode
   };
 

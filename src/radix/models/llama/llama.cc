@@ -15,8 +15,10 @@ namespace radix::models {
 
 namespace {
 
-// x[..., in] · w[out, in]ᵀ -> [..., out].
-Tensor proj(const Tensor& x, const Tensor& w) {
+// x[..., in] · w[out, in]ᵀ -> [..., out]; w quantized when `scales` holds
+// its scales (entry `i`).
+Tensor proj(const Tensor& x, const Tensor& w, const std::vector<Tensor>& scales = {}, size_t i = 0) {
+  if (!scales.empty()) return quantized_matmul(x, w, scales[i]);
   return dot_general(x, w, DotDims{{}, {}, {x.rank() - 1}, {1}});
 }
 
@@ -28,9 +30,11 @@ std::tuple<Tensor, Tensor, Tensor> layer_forward(const LlamaLayer<Tensor>& l, Te
                                                  double eps, double theta, nn::RopeLayout layout) {
   const int64_t s = x.dim(1), dim = x.dim(2), hd = dim / n_heads;
   Tensor h = nn::rms_norm(x, l.attention_norm, -1, eps);
-  Tensor q = reshape(proj(h, l.wq), {1, s, n_heads, hd});
-  Tensor k = reshape(proj(h, l.wk), {1, s, n_kv_heads, hd});
-  Tensor v = reshape(proj(h, l.wv), {1, s, n_kv_heads, hd});
+  using L = LlamaLayer<Tensor>;
+  const std::vector<Tensor>& sc = l.scales;
+  Tensor q = reshape(proj(h, l.wq, sc, L::kScaleQ), {1, s, n_heads, hd});
+  Tensor k = reshape(proj(h, l.wk, sc, L::kScaleK), {1, s, n_kv_heads, hd});
+  Tensor v = reshape(proj(h, l.wv, sc, L::kScaleV), {1, s, n_kv_heads, hd});
   nn::RopeOptions ro;
   ro.layout = layout;
   ro.theta = theta;
@@ -39,9 +43,9 @@ std::tuple<Tensor, Tensor, Tensor> layer_forward(const LlamaLayer<Tensor>& l, Te
   nn::CachedAttentionOptions ao;
   ao.layout = nn::CacheLayout::kHeadMajor;  // a decode step reads the cache in place
   nn::CachedAttention<> a = nn::cached_attention(q, k, v, cache_k, cache_v, pos, ao);
-  x = x + proj(reshape(a.out, {1, s, dim}), l.wo);
+  x = x + proj(reshape(a.out, {1, s, dim}), l.wo, sc, L::kScaleO);
   Tensor h2 = nn::rms_norm(x, l.ffn_norm, -1, eps);
-  x = x + proj(silu(proj(h2, l.w1)) * proj(h2, l.w3), l.w2);
+  x = x + proj(silu(proj(h2, l.w1, sc, L::kScale1)) * proj(h2, l.w3, sc, L::kScale3), l.w2, sc, L::kScale2);
   return {x, a.cache_k.reuse_buffer(cache_k), a.cache_v.reuse_buffer(cache_v)};
 }
 
@@ -64,6 +68,12 @@ Status LlamaConfig::validate() const {
     return invalid_argument("llama config: weight dtype " + std::string(dtype_name(weight_dtype)) +
                             " with activations in " + std::string(dtype_name(dtype)) +
                             ": the weights must match the activations, or be bf16 / f16 under f32");
+  if (weight_quant && dtype != DType::kF32)
+    return invalid_argument("llama config: quantized weights need f32 activations, not " +
+                            std::string(dtype_name(dtype)));
+  if (weight_quant && *weight_quant != QuantFormat::kInt8PerChannel && (dim % 32 != 0 || hidden_dim % 32 != 0))
+    return invalid_argument("llama config: Q8_0 / Q4_0 weights need dim and hidden_dim multiples of 32 (" +
+                            to_string() + "); int8 takes any size");
   if (dim % n_heads != 0 || n_heads % n_kv_heads != 0 || head_dim() % 2 != 0)
     return invalid_argument("llama config: dim must split into n_heads even-sized heads and n_heads into n_kv_heads "
                             "groups (" + to_string() + ")");
@@ -146,6 +156,10 @@ Llama<Shape> llama_shapes(const LlamaConfig& c) {
   m.tok_embeddings = Shape(d, {c.vocab_size, c.dim});
   m.norm = Shape(c.dtype, {c.dim});
   m.output = Shape(d, {c.vocab_size, c.dim});
+  if (c.weight_quant) {
+    m.output_scales.push_back(quantized_scales_shape(*c.weight_quant, c.vocab_size, c.dim));
+    m.output = quantized_values_shape(*c.weight_quant, c.vocab_size, c.dim);
+  }
   for (int64_t i = 0; i < c.n_layers; ++i) {
     LlamaLayer<Shape> l;
     l.attention_norm = l.ffn_norm = Shape(c.dtype, {c.dim});
@@ -153,6 +167,12 @@ Llama<Shape> llama_shapes(const LlamaConfig& c) {
     l.wk = l.wv = Shape(d, {c.kv_dim(), c.dim});
     l.w1 = l.w3 = Shape(d, {c.hidden_dim, c.dim});
     l.w2 = Shape(d, {c.dim, c.hidden_dim});
+    if (c.weight_quant) {
+      for (Shape* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) {
+        l.scales.push_back(quantized_scales_shape(*c.weight_quant, w->dim(0), w->dim(1)));
+        *w = quantized_values_shape(*c.weight_quant, w->dim(0), w->dim(1));
+      }
+    }
     m.layers.push_back(l);
   }
   return m;
@@ -180,7 +200,7 @@ LlamaStep<Tensor> Llama<Tensor>::forward(const Tensor& tokens, const KvCache<Ten
   }
   const int64_t s = tokens.dim(1);
   Tensor last = reshape(slice(x, 1, s - 1, s), {1, c.dim});
-  out.logits = convert(proj(nn::rms_norm(last, norm, -1, c.norm_eps), output), DType::kF32);
+  out.logits = convert(proj(nn::rms_norm(last, norm, -1, c.norm_eps), output, output_scales), DType::kF32);
   return out;
 }
 

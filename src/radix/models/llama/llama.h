@@ -18,12 +18,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "radix/core/status.h"
 #include "radix/io/weight_store.h"
 #include "radix/nn/rope.h"
+#include "radix/trace/ops_quant.h"
 #include "radix/trace/tensor.h"
 
 namespace radix::models {
@@ -40,6 +42,11 @@ struct LlamaConfig {
   // under f32 activations — half the bytes, products widened to f32 inside
   // each contraction (decode reads every weight once per token).
   DType weight_dtype = DType::kF32;
+  // Set: the layers' projections and the classifier are kept quantized in
+  // memory (trace/ops_quant.h: int8 per channel, Q8_0, Q4_0; the Q formats
+  // need dim and hidden_dim multiples of 32) and widened in registers by
+  // every product; embeddings stay in weight_dtype, activations in f32.
+  std::optional<QuantFormat> weight_quant;
 
   int64_t head_dim() const { return dim / n_heads; }
   int64_t kv_dim() const { return head_dim() * n_kv_heads; }
@@ -63,6 +70,11 @@ template <class T>
 struct LlamaLayer {
   T attention_norm, wq, wk, wv, wo;
   T ffn_norm, w1, w2, w3;
+  // With LlamaConfig::weight_quant: the matrices above hold the quantized
+  // values and these their scales, for wq, wk, wv, wo, w1, w2, w3 in that
+  // order (kScale* below). Empty otherwise.
+  std::vector<T> scales;
+  enum : size_t { kScaleQ, kScaleK, kScaleV, kScaleO, kScale1, kScale2, kScale3 };
   template <class V> void visit(V&& v) {
     v("attention_norm", attention_norm);
     v("attention.wq", wq);
@@ -73,6 +85,7 @@ struct LlamaLayer {
     v("feed_forward.w1", w1);
     v("feed_forward.w2", w2);
     v("feed_forward.w3", w3);
+    v("scales", scales);
   }
 };
 
@@ -94,6 +107,7 @@ struct Llama {
   T tok_embeddings;
   std::vector<LlamaLayer<T>> layers;
   T norm, output;
+  std::vector<T> output_scales;  // with LlamaConfig::weight_quant: output's scales (one), else empty
   LlamaConfig config;  // not a leaf: set before tracing
 
   template <class V> void visit(V&& v) {
@@ -101,6 +115,7 @@ struct Llama {
     v("layers", layers);
     v("norm", norm);
     v("output", output);
+    v("output_scales", output_scales);
   }
   // tokens i32 [1, s], cache (donated), pos: i32 scalar, the position of
   // tokens[0]. Writes the step's keys / values at [pos, pos + s) and returns
