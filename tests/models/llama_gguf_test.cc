@@ -44,13 +44,14 @@ std::string quantize_q8_0(const float* x, size_t n) {
 }
 
 // Writes the llama2.c checkpoint as GGUF; matrices whose rows are a
-// multiple of 32 as Q8_0 when `q8`.
-std::string write_gguf(const io::WeightStore& src, const tok::Tokenizer& tk, const std::string& tok_path, bool q8) {
+// multiple of 32 as Q8_0 when `q8`; `hidden` is the feed-forward width.
+std::string write_gguf(const io::WeightStore& src, const tok::Tokenizer& tk, const std::string& tok_path, bool q8,
+                       uint32_t hidden = 172) {
   gw::GgufFile f;
   auto u32 = [](uint32_t v) { return gw::scalar<uint32_t>(4, v); };
   auto f32 = [](float v) { return gw::scalar<float>(6, v); };
   f.kv = {{"general.architecture", gw::str("llama")},   {"general.alignment", u32(32)},
-          {"llama.embedding_length", u32(64)},          {"llama.feed_forward_length", u32(172)},
+          {"llama.embedding_length", u32(64)},          {"llama.feed_forward_length", u32(hidden)},
           {"llama.block_count", u32(5)},                {"llama.attention.head_count", u32(8)},
           {"llama.attention.head_count_kv", u32(4)},    {"llama.context_length", u32(512)},
           {"llama.attention.layer_norm_rms_epsilon", f32(1e-5f)}, {"llama.rope.freq_base", f32(10000.f)},
@@ -155,6 +156,34 @@ TEST_F(LlamaGguf, Q8_0WeightsGiveCloseLogits) {
     // percent of the largest logit; the likeliest token stays the same.
     EXPECT_LT(err, 0.05 * mx) << "token " << t;
     EXPECT_EQ(std::max_element(q.begin(), q.end()) - q.begin(), std::max_element(f.begin(), f.end()) - f.begin());
+  }
+}
+
+// A GGUF file whose every matrix is Q8_0 (stories260K with a 160-wide
+// feed-forward, so that every width is a multiple of 32) runs with its
+// matrices kept in Q8_0 by default; the logits match the same file run with
+// the matrices dequantized to f32 (weight_dtype f32), to f32 rounding.
+TEST_F(LlamaGguf, Q8_0MatricesStayQuantized) {
+  const std::string narrow = testing::write_narrower_ffn(160);
+  paths_.push_back(narrow);
+  auto src = must(io::open_weights(narrow));
+  const auto p = std::filesystem::temp_directory_path() / ("radix-llama-" + std::to_string(::getpid()) + "-q8n.gguf");
+  std::ofstream(p, std::ios::binary) << write_gguf(*src, *tk_, kTok, true, 160);
+  paths_.push_back(p);
+  auto gguf = must(io::open_weights(p.string()));
+  auto kept = must(models::LlamaGenerator::load(cpu(), *gguf, options()));
+  ASSERT_TRUE(kept->config().weight_quant.has_value());
+  EXPECT_EQ(*kept->config().weight_quant, QuantFormat::kQ8_0);
+  models::LlamaGenerator::Options f32 = options();
+  f32.weight_dtype = DType::kF32;
+  auto wide = must(models::LlamaGenerator::load(cpu(), *gguf, f32));
+  EXPECT_FALSE(wide->config().weight_quant.has_value());
+  for (int32_t t : {1, 403, 407}) {
+    std::vector<float> q = must(kept->forward(std::span<const int32_t>(&t, 1)));
+    std::vector<float> f = must(wide->forward(std::span<const int32_t>(&t, 1)));
+    double mx = 0;
+    for (float v : f) mx = std::max(mx, double(std::fabs(v)));
+    EXPECT_TRUE(testing::all_close(q, f, 0, 1e-4 * mx)) << "token " << t;
   }
 }
 

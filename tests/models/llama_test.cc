@@ -247,37 +247,6 @@ TEST_F(Llama, Bf16WeightsMatchTheReferenceOnRoundedWeights) {
   EXPECT_NE(st.message().find("weight dtype bf16"), std::string::npos) << st.message();
 }
 
-// stories260K with its feed-forward cut to the first `hidden` units (the Q
-// formats need a multiple of 32; the model has 172): a llama2.c checkpoint
-// written next to the test's temporary files.
-std::string write_narrower_ffn(int hidden) {
-  std::ifstream f(kModel, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(f)), {});
-  int32_t h[7];
-  std::memcpy(h, bytes.data(), sizeof h);
-  const size_t dim = size_t(h[0]), old_hidden = size_t(h[1]), layers = size_t(h[2]);
-  const size_t kv_dim = dim * size_t(h[4]) / size_t(h[3]), vocab = size_t(std::abs(h[5]));
-  const float* p = reinterpret_cast<const float*>(bytes.data() + sizeof h);
-  std::vector<float> out;
-  auto copy = [&](size_t n) { out.insert(out.end(), p, p + n); p += n; };
-  copy(vocab * dim + layers * dim + layers * dim * dim * 2 + layers * dim * kv_dim * 2 + layers * dim);
-  for (size_t l = 0; l < layers; ++l, p += old_hidden * dim)  // w1 [hidden, dim]: the first rows
-    out.insert(out.end(), p, p + size_t(hidden) * dim);
-  for (size_t l = 0; l < layers; ++l)  // w2 [dim, hidden]: the first columns of each row
-    for (size_t r = 0; r < dim; ++r, p += old_hidden) out.insert(out.end(), p, p + hidden);
-  for (size_t l = 0; l < layers; ++l, p += old_hidden * dim) out.insert(out.end(), p, p + size_t(hidden) * dim);
-  const float* end = reinterpret_cast<const float*>(bytes.data() + bytes.size());
-  out.insert(out.end(), p, end);  // rms_final and whatever follows, as they are
-  h[1] = hidden;
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("radix-stories-ffn" + std::to_string(hidden) + "-" + std::to_string(::getpid()) + ".bin"))
-                               .string();
-  std::ofstream o(path, std::ios::binary);
-  o.write(reinterpret_cast<const char*>(h), sizeof h);
-  o.write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size() * sizeof(float)));
-  return path;
-}
-
 // Quantized matrices (quantized on load, kept quantized, widened in every
 // product): the logits of the reference run on the same quantized and
 // dequantized matrices, within the f32 bound. int8 on the model as it is; Q8_0
@@ -298,7 +267,7 @@ TEST_F(Llama, QuantizedWeightsMatchTheReferenceOnDequantizedWeights) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("multiples of 32"), std::string::npos) << refused.status().message();
 
-  const std::string path = write_narrower_ffn(160);
+  const std::string path = testing::write_narrower_ffn(160);
   auto store = must(io::open_weights(path));
   for (QuantFormat f : {QuantFormat::kQ8_0, QuantFormat::kQ4_0}) {
     SCOPED_TRACE(quant_format_name(f));

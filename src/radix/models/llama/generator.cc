@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "radix/io/gguf.h"
 #include "radix/io/quantize.h"
 #include "radix/nn/sampler.h"
 
@@ -58,12 +59,25 @@ Result<std::unique_ptr<LlamaGenerator>> LlamaGenerator::load(const Platform& pla
     g->config_.weight_dtype = DType::kF32;
     g->config_.weight_quant = options.weight_quant;
   }
+  if (!options.weight_dtype && !options.weight_quant) {
+    // GGUF Q8_0 / Q4_0 projections stay quantized (requantizing the loader's
+    // f32 values gives back the file's blocks), when every matrix can.
+    if (store.format() == "gguf") {  // io::open_gguf's store (libradix has no RTTI)
+      const auto* gguf = static_cast<const io::GgufStore*>(&store);
+      const std::optional<io::GgmlType> t = gguf->file_type(lo.name_map("layers.0.attention.wq"));
+      LlamaConfig q = g->config_;
+      q.weight_quant = t == io::GgmlType::kQ8_0 ? std::optional(QuantFormat::kQ8_0)
+                       : t == io::GgmlType::kQ4_0 ? std::optional(QuantFormat::kQ4_0)
+                                                  : std::nullopt;
+      if (q.weight_quant && q.validate().ok()) g->config_ = q;
+    }
+  }
   RADIX_RETURN_IF_ERROR(g->config_.validate());
   LlamaConfig plain = g->config_;  // what the store holds: unquantized matrices
   plain.weight_quant.reset();
   Llama<Shape> shapes = llama_shapes(plain);
   RADIX_ASSIGN_OR_RETURN(Llama<Buffer> w, load_weights(platform, shapes, store, lo));
-  if (options.weight_quant) RADIX_RETURN_IF_ERROR(quantize_matrices(platform, *options.weight_quant, w));
+  if (g->config_.weight_quant) RADIX_RETURN_IF_ERROR(quantize_matrices(platform, *g->config_.weight_quant, w));
   g->weights_ = std::make_shared<const Llama<Buffer>>(std::move(w));
   g->load_ms_ = ms_since(t0);
   RADIX_RETURN_IF_ERROR(g->reset());

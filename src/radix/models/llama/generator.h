@@ -60,8 +60,10 @@ class LlamaGenerator {
     std::optional<DType> weight_dtype;
     // Set: the projections and the classifier are quantized on load (from
     // the store's values, read as f32) into this format and kept quantized
-    // (LlamaConfig::weight_quant); embeddings follow weight_dtype. A GGUF
-    // file's Q8_0 / Q4_0 blocks requantize to the same blocks.
+    // (LlamaConfig::weight_quant); embeddings follow weight_dtype. Unset
+    // (and weight_dtype unset): a GGUF file whose projections are Q8_0 / Q4_0
+    // keeps them in that format (requantizing its f32 values gives back the
+    // file's blocks), when every matrix's width is a multiple of 32.
     std::optional<QuantFormat> weight_quant;
     std::string name = "llama";  // module names: <name>_prefill<s>, <name>_decode
   };
