@@ -1,5 +1,6 @@
 // nn::attention (grouped-query heads, masks) and nn::cached_attention against
-// a naive loop written from the definition. Tolerance: f32 outputs within
+// a naive loop written from the definition (the chunked, flash-decoding path
+// of cached_attention too, at many cache positions). Tolerance: f32 outputs within
 // 2e-5 relative + 2e-6 absolute (the polynomial exp is within 5 ulp, and the
 // softmax and value sums reassociate); f16 within 4e-3 (two f16 roundings of
 // the inputs dominate).
@@ -217,6 +218,157 @@ TEST(NnAttention, SlidingWindowCacheStep) {
                         return j <= 2 + i && j > i;
                       }), DType::kF32, 2e-5, 2e-6));
   });
+}
+
+// ---- The chunked (flash-decoding) path of cached_attention ----
+// One configuration: shapes, options (chunk > 0 forces the chunked path, < 0
+// the full one) and the positions to run at (pos + S <= MAXT).
+struct ChunkCase {
+  int64_t B = 1, S = 1, HQ = 4, HKV = 2, D = 16, MAXT = 32, chunk = 8;
+  bool causal = true;
+  int64_t window = 0;
+  DType dtype = DType::kF32;
+  nn::CacheLayout layout = nn::CacheLayout::kHeadMajor;
+  std::vector<int64_t> positions;
+  DType pos_dtype = DType::kI32;
+};
+
+// Compiles cached_attention for `c` once and runs it at each position on a
+// cache pre-filled with random values (entries at and past pos + S are
+// garbage that must not be read), against naive_attention in double over the
+// cache as written; also checks the written key cache exactly.
+void check_cached(const ChunkCase& c, double rtol, double atol) {
+  const bool hm = c.layout == nn::CacheLayout::kHeadMajor;
+  nn::CachedAttentionOptions opts;
+  opts.layout = c.layout;
+  opts.chunk = c.chunk;
+  opts.causal = c.causal;
+  opts.window = c.window;
+  const Shape qs(c.dtype, {c.B, c.S, c.HQ, c.D}), ks(c.dtype, {c.B, c.S, c.HKV, c.D});
+  const Shape cs = hm ? Shape(c.dtype, {c.B, c.HKV, c.MAXT, c.D}) : Shape(c.dtype, {c.B, c.MAXT, c.HKV, c.D});
+  auto exe = compile_fn(cpu(), g_opts, [opts](Tensor q, Tensor k, Tensor v, Tensor ck, Tensor cv, Tensor p) {
+    nn::CachedAttention<> r = nn::cached_attention(q, k, v, ck, cv, p, opts);
+    return std::vector<Tensor>{r.out, r.cache_k};
+  }, qs, ks, ks, cs, cs, Shape(c.pos_dtype));
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  // Index of (b, token j, head h, d) in a cache of this layout.
+  auto at = [&](int64_t b, int64_t j, int64_t h, int64_t d) {
+    return static_cast<size_t>(hm ? ((b * c.HKV + h) * c.MAXT + j) * c.D + d : ((b * c.MAXT + j) * c.HKV + h) * c.D + d);
+  };
+  for (int64_t pos : c.positions) {
+    SCOPED_TRACE("pos " + std::to_string(pos));
+    const uint32_t seed = static_cast<uint32_t>(100 + pos);
+    Vals q = quantize(c.dtype, rand_vals(static_cast<size_t>(qs.count()), -2, 2, seed));
+    Vals k = quantize(c.dtype, rand_vals(static_cast<size_t>(ks.count()), -2, 2, seed + 1000));
+    Vals v = quantize(c.dtype, rand_vals(static_cast<size_t>(ks.count()), -1, 1, seed + 2000));
+    Vals ck = quantize(c.dtype, rand_vals(static_cast<size_t>(cs.count()), -2, 2, seed + 3000));
+    Vals cv = quantize(c.dtype, rand_vals(static_cast<size_t>(cs.count()), -1, 1, seed + 4000));
+    std::vector<Buffer> out = must(exe->call(to_device(qs, q), to_device(ks, k), to_device(ks, v), to_device(cs, ck),
+                                             to_device(cs, cv), to_device(Shape(c.pos_dtype), {static_cast<Val>(pos)})));
+    // The caches as written, token-major for the reference.
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t i = 0; i < c.S; ++i)
+        for (int64_t h = 0; h < c.HKV; ++h)
+          for (int64_t d = 0; d < c.D; ++d) {
+            const size_t src = static_cast<size_t>(((b * c.S + i) * c.HKV + h) * c.D + d);
+            ck[at(b, pos + i, h, d)] = k[src];
+            cv[at(b, pos + i, h, d)] = v[src];
+          }
+    Vals kt(ck.size()), vt(cv.size());
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t j = 0; j < c.MAXT; ++j)
+        for (int64_t h = 0; h < c.HKV; ++h)
+          for (int64_t d = 0; d < c.D; ++d) {
+            const size_t tm = static_cast<size_t>(((b * c.MAXT + j) * c.HKV + h) * c.D + d);
+            kt[tm] = ck[at(b, j, h, d)];
+            vt[tm] = cv[at(b, j, h, d)];
+          }
+    const Vals want = naive_attention(q, kt, vt, c.B, c.S, c.MAXT, c.HQ, c.HKV, c.D, [&](auto, int64_t i, int64_t j) {
+      if (j >= pos + c.S) return false;
+      if (!c.causal) return true;
+      return j <= pos + i && (c.window == 0 || j > pos + i - c.window);
+    });
+    EXPECT_TRUE(close(to_host(out[0]), want, c.dtype, rtol, atol));
+    EXPECT_TRUE(close(to_host(out[1]), ck, c.dtype));
+  }
+}
+
+// f32: 2e-5 relative + 2e-6 absolute, as above (the online softmax rescales
+// by exp(m_old - m_new): a few more roundings, same order). bf16 inputs
+// (rounded before the reference sees them) compute in f32 and round the
+// output once: within 2^-8 relative (twice bf16's half-ulp) + 1e-5.
+constexpr double kF32Rtol = 2e-5, kF32Atol = 2e-6, kBf16Rtol = 0x1p-8, kBf16Atol = 1e-5;
+
+TEST(NnAttention, ChunkedDecodeStepMatchesNaiveLoop) {
+  // One token; chunks of 8 over 32 entries: pos 0, in the middle of a chunk,
+  // the last of a chunk, at a chunk boundary, and the last position.
+  on_every_schedule([&] {
+    check_cached({.S = 1, .positions = {0, 5, 7, 8, 13, 31}}, kF32Rtol, kF32Atol);
+  });
+  // Query heads = kv heads (an i64 position); batch 2 with 3 query heads per kv head.
+  check_cached({.S = 1, .HQ = 2, .HKV = 2, .positions = {0, 9, 31}, .pos_dtype = DType::kI64}, kF32Rtol, kF32Atol);
+  check_cached({.B = 2, .S = 1, .HQ = 6, .HKV = 2, .positions = {0, 16, 30}}, kF32Rtol, kF32Atol);
+}
+
+TEST(NnAttention, ChunkedPrefillMatchesNaiveLoop) {
+  // Several new tokens: within one chunk, across a boundary, ending at a
+  // boundary, ending at max_t; and 12 tokens spanning two or three chunks.
+  on_every_schedule([&] {
+    check_cached({.S = 3, .positions = {0, 5, 6, 8, 29}}, kF32Rtol, kF32Atol);
+  });
+  check_cached({.S = 12, .positions = {0, 3, 20}}, kF32Rtol, kF32Atol);
+  // A chunk as long as the cache (one step), and longer (cut to max_t).
+  check_cached({.S = 3, .MAXT = 8, .chunk = 8, .positions = {0, 5}}, kF32Rtol, kF32Atol);
+  check_cached({.S = 2, .MAXT = 6, .chunk = 16, .positions = {0, 3, 4}}, kF32Rtol, kF32Atol);
+}
+
+TEST(NnAttention, ChunkedWithMaxTNotAMultipleOfTheChunk) {
+  // 30 entries in chunks of 8: the fourth chunk [24, 32) is moved back to
+  // [22, 30), and keys 22, 23 (seen by the third) are masked in it.
+  check_cached({.S = 1, .MAXT = 30, .positions = {0, 21, 23, 24, 26, 29}}, kF32Rtol, kF32Atol);
+  check_cached({.S = 3, .MAXT = 30, .positions = {0, 22, 23, 27}}, kF32Rtol, kF32Atol);
+  check_cached({.S = 7, .MAXT = 30, .chunk = 7, .positions = {0, 20, 23}}, kF32Rtol, kF32Atol);
+}
+
+TEST(NnAttention, ChunkedNonCausalAndSlidingWindow) {
+  // Not causal: every new token sees [0, pos + s).
+  check_cached({.S = 3, .causal = false, .positions = {0, 6, 14, 29}}, kF32Rtol, kF32Atol);
+  // A window of 3: the loop starts at the chunk of query 0's oldest key.
+  check_cached({.S = 1, .window = 3, .positions = {0, 1, 2, 9, 10, 20, 31}}, kF32Rtol, kF32Atol);
+  check_cached({.S = 4, .window = 5, .positions = {0, 6, 13, 28}}, kF32Rtol, kF32Atol);
+  // A window of 2 over 12 new tokens: late queries see nothing of the first
+  // chunk, whose step must leave their sums at zero (not NaN).
+  check_cached({.S = 12, .window = 2, .positions = {0, 7, 20}}, kF32Rtol, kF32Atol);
+  // A window wider than the cache is plain causal.
+  check_cached({.S = 2, .window = 100, .positions = {0, 17, 30}}, kF32Rtol, kF32Atol);
+}
+
+TEST(NnAttention, ChunkedBf16Inputs) {
+  check_cached({.S = 1, .dtype = DType::kBF16, .positions = {0, 8, 19, 31}}, kBf16Rtol, kBf16Atol);
+  check_cached({.S = 5, .MAXT = 30, .dtype = DType::kBF16, .positions = {0, 6, 25}}, kBf16Rtol, kBf16Atol);
+  check_cached({.S = 2, .window = 4, .dtype = DType::kBF16, .positions = {3, 30}}, kBf16Rtol, kBf16Atol);
+}
+
+TEST(NnAttention, ChunkedPrefillLargeEnoughForThreads) {
+  // The automatic choice for a 128-token prefill: chunks of 128, whose
+  // [4 heads, 128, 128] scores are large enough to be split over threads
+  // (run() compiles for every core).
+  check_cached({.S = 128, .HQ = 4, .HKV = 4, .D = 64, .MAXT = 256, .chunk = 0, .positions = {0, 100, 128}}, kF32Rtol,
+               kF32Atol);
+}
+
+TEST(NnAttention, ChunkedTokenMajorAndFullPathAgree) {
+  // The chunked path on a token-major cache; the full path (chunk < 0) and
+  // the automatic choice on both layouts, through the same reference.
+  check_cached({.S = 3, .layout = nn::CacheLayout::kTokenMajor, .positions = {0, 6, 29}}, kF32Rtol, kF32Atol);
+  check_cached({.S = 3, .window = 4, .layout = nn::CacheLayout::kTokenMajor, .positions = {0, 6, 29}}, kF32Rtol,
+               kF32Atol);
+  for (int64_t chunk : {-1, 0})
+    for (nn::CacheLayout layout : {nn::CacheLayout::kHeadMajor, nn::CacheLayout::kTokenMajor}) {
+      SCOPED_TRACE("chunk " + std::to_string(chunk));
+      check_cached({.S = 2, .MAXT = 300, .chunk = chunk, .layout = layout, .positions = {0, 130, 298}}, kF32Rtol,
+                   kF32Atol);
+    }
 }
 
 TEST(NnAttention, BadInputNamesLayerAndShapes) {

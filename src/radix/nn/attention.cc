@@ -1,8 +1,11 @@
 #include "radix/nn/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
+#include "radix/api/control_flow.h"
 #include "radix/nn/check.h"
 #include "radix/nn/mask.h"
 #include "radix/trace/ops.h"
@@ -58,6 +61,84 @@ Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* m
   return o.with_tags(q.shape().tags());
 }
 
+// The chunked (flash-decoding) core: q [b, s, hq, hd] over the caches' keys
+// [first * chunk, pos + s) only, `chunk` keys per step of a while loop,
+// combined by the online softmax: a running max m, sum l and output acc
+// [b, kh, s, g, e], rescaled by exp(m_old - m_new) as the max grows. Each
+// step reads one chunk with dynamic_slice (static size; head-major it is
+// `chunk` contiguous rows of every head). A chunk that would run past max_t
+// is moved back to end at max_t, and its keys below the chunk's nominal start
+// (already seen) are masked.
+Tensor attend_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos, int64_t chunk,
+                      const CachedAttentionOptions& opts) {
+  const bool head_major = opts.layout == CacheLayout::kHeadMajor;
+  const int64_t b = q.shape().dim(0), s = q.shape().dim(1), hq = q.shape().dim(2), hd = q.shape().dim(3);
+  const int64_t hkv = k.shape().dim(head_major ? 1 : 2), max_t = k.shape().dim(head_major ? 2 : 1);
+  const int64_t hdv = v.shape().dim(3), g = hq / hkv;
+  const DType cd = detail::compute_dtype(q.dtype());
+  auto up = [&](const Tensor& t) { return t.dtype() == cd ? t : convert(t, cd); };
+  chunk = std::min(chunk, max_t);
+  // q in the contraction's order [b, kh, s, g, d], scaled once (outside the loop).
+  Tensor qt = split_axis(up(q).with_tags({"b", "s", "h", "d"}), 2, {hkv, g}, {"kh", "g"});
+  qt = transpose(qt * opts.scale.value_or(1.0 / std::sqrt(static_cast<double>(hd))), {"b", "kh", "s", "g", "d"});
+  Tensor kt = head_major ? k.with_tags({"b", "kh", "t", "d"}) : k.with_tags({"b", "t", "kh", "d"});
+  Tensor vt = head_major ? v.with_tags({"b", "kh", "t", "e"}) : v.with_tags({"b", "t", "kh", "e"});
+
+  // Positions in i64: the keys written are [0, end); query i sits at p + i.
+  const Tensor p = detail::as_dtype(pos, DType::kI64);
+  const Tensor end = p + static_cast<double>(s);
+  const Tensor n_chunks = (end + static_cast<double>(chunk - 1)) / static_cast<double>(chunk);
+  // A window starts at the first chunk holding query 0's oldest visible key.
+  Tensor first = scalar(0, DType::kI64);
+  if (opts.causal && opts.window > 0)
+    first = maximum(p - static_cast<double>(opts.window - 1), first) / static_cast<double>(chunk);
+  const Shape qk(DType::kI64, {s, chunk}, {"s", "t"});
+  const Tensor qpos = broadcast(iota(s, DType::kI64) + p, qk, {0});  // [s, chunk]
+  const Tensor kiota = iota(chunk, DType::kI64);
+
+  const Shape row(cd, {b, hkv, s, g}, {"b", "kh", "s", "g"});
+  // The running max starts at the lowest finite value, not -inf: a row whose
+  // first chunks are all masked then keeps l = acc = 0 (exp(lowest - m) = 0,
+  // never exp(-inf + inf)). A row with no visible key ends 0 / 0 = NaN, as
+  // the full softmax gives.
+  auto init = std::make_tuple(first, full(row, cd == DType::kF64 ? std::numeric_limits<double>::lowest()
+                                                          : std::numeric_limits<float>::lowest()),
+                              zeros(row), zeros(Shape(cd, {b, hkv, s, g, hdv}, {"b", "kh", "s", "g", "e"})));
+  const auto fin = while_loop(
+      [&](const auto& st) { return lt(std::get<0>(st), n_chunks); },
+      [&](const auto& st) {
+        const auto& [c, m, l, acc] = st;
+        const Tensor lo = c * static_cast<double>(chunk);
+        const Tensor start = minimum(lo, scalar(static_cast<double>(max_t - chunk), DType::kI64));
+        Tensor kc = up(dynamic_slice(kt, {{"t", start, chunk}}));
+        Tensor vc = up(dynamic_slice(vt, {{"t", start, chunk}}));
+        // Key jj of the chunk is at position start + jj; keys below lo were
+        // seen by the previous step (a chunk moved back from max_t).
+        const Tensor kpos = broadcast(kiota + start, qk, {1});  // [s, chunk]
+        Tensor vis = ge(kpos, lo);
+        if (opts.causal) {
+          vis = logical_and(vis, le(kpos, qpos));
+          if (opts.window > 0) vis = logical_and(vis, gt(kpos, qpos - static_cast<double>(opts.window)));
+        } else {
+          vis = logical_and(vis, lt(kpos, end));
+        }
+        Tensor sc = dot(qt, kc, "d");  // [b, kh, s, g, t]
+        sc = select(broadcast(vis, sc.shape().with_dtype(DType::kBool), {"s", "t"}), sc,
+                    full(sc.shape(), -std::numeric_limits<double>::infinity()));
+        Tensor m_new = maximum(m, reduce_max(sc, {"t"}));
+        Tensor pr = exp(sc - m_new);
+        Tensor alpha = exp(m - m_new);
+        Tensor l_new = l * alpha + reduce_sum(pr, {"t"});
+        Tensor acc_new = acc * alpha + dot(pr, vc, "t");  // [b, kh, s, g, e]
+        return std::make_tuple(c + 1.0, m_new, l_new, acc_new);
+      },
+      init);
+  Tensor o = transpose(std::get<3>(fin) / std::get<2>(fin), {"b", "s", "kh", "g", "e"});
+  o = merge_axes(o, "kh", "g", "h");  // [b, s, hq, e]
+  if (cd != q.dtype()) o = convert(o, q.dtype());
+  return o.with_tags(q.shape().tags());
+}
+
 }  // namespace
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& opts) {
@@ -97,6 +178,12 @@ CachedAttention<> cached_attention(const Tensor& q, const Tensor& k_new, const T
   auto to_layout = [&](const Tensor& x) { return head_major ? transpose(x, {0, 2, 1, 3}) : x; };
   Tensor nk = dynamic_update_slice(cache_k, to_layout(k_new).with_tags(ck.tags()), {{t_axis, start}});
   Tensor nv = dynamic_update_slice(cache_v, to_layout(v_new).with_tags(cv.tags()), {{t_axis, start}});
+  // The chunked path where it pays (CachedAttentionOptions::chunk).
+  using O = CachedAttentionOptions;
+  const int64_t chunk = opts.chunk != 0             ? std::max<int64_t>(opts.chunk, 0)
+                        : max_t >= 2 * O::kAutoChunk ? (s >= 64 ? O::kAutoChunkPrefill : O::kAutoChunk)
+                                                     : 0;
+  if (chunk > 0) return {attend_chunked(q, nk, nv, pos, chunk, opts), nk, nv};
   Tensor mask;
   if (opts.causal) {
     mask = causal_mask(s, max_t, pos, opts.window);

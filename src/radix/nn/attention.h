@@ -47,15 +47,33 @@ struct CachedAttentionOptions {
   bool causal = true;           // false: every new token sees all of [0, pos + s)
   int64_t window = 0;           // > 0: sliding window of that many keys (causal only)
   CacheLayout layout = CacheLayout::kTokenMajor;
+  // Keys per step of the chunked (flash-decoding) path. > 0: attention reads
+  // only the chunks holding the entries written so far, [0, pos + s) (with a
+  // window, from the chunk of query 0's oldest visible key), one chunk per
+  // step of a while loop, combined by an online softmax (running max, sum and
+  // output, rescaled as the max grows); any layout, any max_t (a chunk longer
+  // than max_t is cut to it; a last chunk past max_t is moved back and its
+  // already-seen keys masked). < 0: the full path, every max_t entry under a
+  // mask. 0 (default): chunks of kAutoChunk (kAutoChunkPrefill for s >= 64)
+  // when max_t >= 2 * kAutoChunk, the full path otherwise. Measured on
+  // stories110M's layer shape (12 heads of 64, max_t 1024, f32 cache, one
+  // thread, Xeon): a decode step at pos 0 / 500 / 1023 takes 8 / 120 / 246 us
+  // chunked against 240 us in full (head-major; token-major 30 / 300 / 600
+  // against 1930, the full path transposing the whole cache); a 128-token
+  // prefill at pos 0 / 896 takes 0.85 / 5.9 ms against 11 ms. At max_t 64
+  // the full path is as fast (8 against 9 us).
+  int64_t chunk = 0;
+  static constexpr int64_t kAutoChunk = 64, kAutoChunkPrefill = 128;
 };
 
 // Writes k_new / v_new [b, s, hkv, *] into the caches (laid out as
-// opts.layout says) at token `pos` (a
-// rank-0 integer tensor) with dynamic_update_slice, then attends q [b, s,
-// hq, hd] over the cache with a mask over all max_t entries (static shapes):
-// query i (at position pos + i) sees key j iff j <= pos + i (causal) or
-// j < pos + s (not causal). The caller keeps pos + s <= max_t
-// (dynamic_update_slice clamps the write otherwise).
+// opts.layout says) at token `pos` (a rank-0 integer tensor) with
+// dynamic_update_slice, then attends q [b, s, hq, hd] over the cache: query
+// i (at position pos + i) sees key j iff j <= pos + i (causal; and
+// j > pos + i - window with a window) or j < pos + s (not causal). Either
+// over the written chunks only (opts.chunk; the default for caches of 128
+// entries or more) or over all max_t entries under a mask. The caller keeps
+// pos + s <= max_t (dynamic_update_slice clamps the write otherwise).
 CachedAttention<> cached_attention(const Tensor& q, const Tensor& k_new, const Tensor& v_new, const Tensor& cache_k,
                                    const Tensor& cache_v, const Tensor& pos, const CachedAttentionOptions& opts = {});
 
