@@ -20,6 +20,7 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -60,6 +61,11 @@ const char* kBenchUsage =
     "         forwards after the first; peer 'roofline': the tok/s of reading every weight read per\n"
     "         token (all but the embedding table) once, at the bandwidth of a t-thread -O3 read of a\n"
     "         buffer that large. Checked first: prefill logits vs as many decode steps (< 1e-3).\n"
+    "         Peer 'llama.cpp' (when its llama-bench is there, see --llama-bench): llama-bench\n"
+    "         -p 128 -n 64 -t t -r 1 on a GGUF of the same weights (F32; for the bf16 rows BF16\n"
+    "         matrices and F32 norms; llama.cpp's default f16 KV cache), one process per round,\n"
+    "         interleaved with the others; median tok/s over the rounds. Its output is not\n"
+    "         checked, only that it loaded the model's parameter count.\n"
     "         Also printed, per model and thread count: weight load time, and the compile time of\n"
     "         the decode + prefill executables cold (an executable-cache miss, in a temp folder)\n"
     "         and again from that cache (a hit)\n"
@@ -77,14 +83,20 @@ const char* kBenchUsage =
     "                        4M f32, softmax and RMSNorm over [1024,4096], only stories15M with\n"
     "                        prefill 32 and decode 16; 3 repetitions of timed loops >= 0.05 s\n"
     "                        (instead of 0.2 s)\n"
+    "  --llama-bench PATH    llama.cpp's llama-bench, the LLM rows' llama.cpp peer (default:\n"
+    "                        $RADIX_LLAMA_CPP_DIR, else ~/.cache/radix/llama.cpp, + /build/bin/\n"
+    "                        llama-bench, where scripts/build-llama-cpp.sh builds it, when that\n"
+    "                        file exists; otherwise the LLM rows have no llama.cpp columns);\n"
+    "                        'none': no llama.cpp columns\n"
     "  --write-models DIR    measure nothing: write the LLM rows' random models (those --filter\n"
     "                        and --quick select) to DIR, each as <name>-random.safetensors (Radix's\n"
     "                        names and llama2c.* metadata: radix generate --model), .gguf (GGUF v3,\n"
-    "                        F32, llama.cpp's names, a placeholder 32000-token vocabulary) and\n"
-    "                        .bin (llama2.c checkpoint), so other engines run the same weights;\n"
-    "                        every file is reopened and compared after writing. stories15M:\n"
-    "                        ~60 MiB per file (safetensors ~95: it keeps the tied classifier's\n"
-    "                        copy), stories110M ~420 MiB (~510)\n"
+    "                        F32, llama.cpp's names, a placeholder 32000-token vocabulary),\n"
+    "                        -bf16.gguf (the same, BF16 matrices and F32 norms: the bf16 rows'\n"
+    "                        llama.cpp model) and .bin (llama2.c checkpoint), so other engines run\n"
+    "                        the same weights; every file is reopened and compared after writing.\n"
+    "                        stories15M: ~60 MiB per file (safetensors ~95: it keeps the tied\n"
+    "                        classifier's copy; bf16 GGUF ~30), stories110M ~420 MiB (~510; ~210)\n"
     "  --openblas-core NAME  OpenBLAS kernel to run (OPENBLAS_CORETYPE; default SkylakeX on\n"
     "                        AVX-512 hosts, OpenBLAS's own choice elsewhere). OpenBLAS reads it\n"
     "                        when it loads, so radix bench re-executes itself once to apply it\n"
@@ -551,6 +563,7 @@ bool parse_threads(const std::string& s, std::vector<int>* out, std::string* err
 struct Parsed {
   BenchOptions opts;
   std::string openblas_core;
+  bool llama_bench_given = false;  // --llama-bench (a path, or 'none')
   bool help = false;
   bool reps_given = false;
 };
@@ -591,6 +604,20 @@ bool parse(int argc, char** argv, Parsed* p, std::string* err) {
         return false;
       }
       p->opts.write_models_dir = v;
+    } else if (f == "--llama-bench") {
+      if (!value("the path of llama.cpp's llama-bench (or 'none')")) return false;
+      p->llama_bench_given = true;
+      if (std::string(v) == "none") {
+        p->opts.llama_bench.clear();
+        continue;
+      }
+      std::error_code ec;
+      if (!*v || !std::filesystem::is_regular_file(v, ec) || access(v, X_OK) != 0) {
+        *err = "--llama-bench: no executable file at '" + std::string(v) +
+               "' (build llama.cpp's llama-bench with scripts/build-llama-cpp.sh; 'none' runs without it)";
+        return false;
+      }
+      p->opts.llama_bench = v;
     } else if (f == "--openblas-core") {
       if (!value("an OpenBLAS core name (e.g. SkylakeX, Haswell)")) return false;
       if (!*v) {
@@ -632,6 +659,9 @@ int run_bench(int argc, char** argv) {
     if (!p.reps_given) o.repetitions = 3;
     o.min_loop_s = 0.05;
   }
+  const std::string default_llama_bench = default_llama_bench_path();
+  if (!p.llama_bench_given && !default_llama_bench.empty() && access(default_llama_bench.c_str(), X_OK) == 0)
+    o.llama_bench = default_llama_bench;
 
   if (!o.write_models_dir.empty()) return write_llm_models(o);  // writes files, measures nothing
 
@@ -679,6 +709,23 @@ int run_bench(int argc, char** argv) {
               o.filter.empty() ? "" : ("; --filter " + o.filter).c_str());
   std::printf("- ratio = radix / peer (above 1: Radix is faster); C++ peers: -O3 loops cloned for AVX-512 / AVX2 "
               "(target_clones), on a pool of t threads like memcpy\n");
+  {
+    const std::vector<std::string> llm = llm_case_names(o);
+    if (std::any_of(llm.begin(), llm.end(), [&](const std::string& n) { return o.wants(n); })) {
+      if (!o.llama_bench.empty()) {
+        const std::string v = llama_bench_version(o.llama_bench);
+        std::printf("- llama.cpp (the LLM rows' peer): %s%s%s\n", o.llama_bench.c_str(), v.empty() ? "" : ", ",
+                    v.c_str());
+      } else if (p.llama_bench_given) {
+        std::printf("- llama.cpp: --llama-bench none: the LLM rows have no llama.cpp columns\n");
+      } else {
+        std::printf("- llama.cpp: no llama-bench at %s: the LLM rows have no llama.cpp columns (build it with "
+                    "scripts/build-llama-cpp.sh, or pass --llama-bench PATH)\n",
+                    default_llama_bench.empty() ? "~/.cache/radix/llama.cpp/build/bin/llama-bench"
+                                                : default_llama_bench.c_str());
+      }
+    }
+  }
   if (cpu.has("avx512f") && !avx512_openblas_core(corename))
     std::printf("WARNING: OpenBLAS runs its %s kernel on an AVX-512 host (SkylakeX is its fast sgemm here): "
                 "OpenBLAS figures are below its best\n", corename);

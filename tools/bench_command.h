@@ -31,6 +31,9 @@ struct BenchOptions {
   bool quick = false;        // smaller sizes, fewer repetitions, shorter timed loops
   double min_loop_s = 0.2;   // each timed loop runs at least this long (or one call)
   std::string write_models_dir;  // --write-models: write the LLM rows' models there, bench nothing
+  // llama.cpp's llama-bench, the LLM rows' llama.cpp peer: --llama-bench, else
+  // default_llama_bench_path() when that file exists; empty: no llama.cpp columns.
+  std::string llama_bench;
   // Facts about the host, filled in by run_bench.
   int cores = 1;             // cores this process may run on (sched_getaffinity)
   int64_t l3_bytes = 0;      // last-level cache size (0: unknown): rows note data that fits in it
@@ -136,6 +139,11 @@ std::vector<std::string> llm_case_names(const BenchOptions& opts);        // ben
 // --write-models: writes the random-weight models of the LLM rows into
 // opts.write_models_dir; returns the process exit status.
 int write_llm_models(const BenchOptions& opts);                           // bench_llm.cc
+// Where scripts/build-llama-cpp.sh puts llama-bench:
+// ${RADIX_LLAMA_CPP_DIR:-$HOME/.cache/radix/llama.cpp}/build/bin/llama-bench.
+std::string default_llama_bench_path();                                   // bench_llm.cc
+// The first line `llama-bench --version` prints ("" when it prints nothing).
+std::string llama_bench_version(const std::string& path);                 // bench_llm.cc
 
 }  // namespace bench
 }  // namespace radix::cli

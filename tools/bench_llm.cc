@@ -15,24 +15,39 @@
 // hit; both times are printed. Prefill and decode are checked against each
 // other first (the last logits of N prefilled tokens vs N decode steps).
 //
+// Peer "llama.cpp" (when llama-bench is there: --llama-bench, or where
+// scripts/build-llama-cpp.sh builds it): llama.cpp's llama-bench run on a
+// GGUF of the same weights (F32 for the f32 rows; BF16 matrices, F32 norms
+// for the bf16 ones), written to a temp folder and read back by Radix's own
+// GGUF loader first: `-p N -n M -t t -r 1 -o jsonl`, one process in each of
+// the case's rounds (interleaved with Radix and the other peers like them),
+// the median of those runs. llama-bench reports times only: its output is not
+// checked, but the parameter count it loaded must be the model's.
+//
 // --write-models DIR writes the same models as safetensors (Radix's names,
-// llama2c.* metadata), GGUF (llama.cpp's names, F32, a placeholder
+// llama2c.* metadata), GGUF (llama.cpp's names, F32 and BF16, a placeholder
 // vocabulary) and llama2.c .bin files, so other engines run the same weights.
 #include <cblas.h>
 #include <stdlib.h>  // mkdtemp
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "radix/core/half.h"
 #include "radix/io/safetensors.h"
 #include "radix/io/weight_store.h"
 #include "radix/models/llama/generator.h"
@@ -152,6 +167,46 @@ std::unique_ptr<io::BasicWeightStore> random_store(const LlmModel& m) {
   return store;
 }
 
+// The store with every matrix rounded to bf16 (float_to_bf16: to nearest even,
+// as LlamaGenerator converts them on load with weight_dtype bf16) and the
+// norms kept f32, as llama.cpp's converters keep 1-D tensors: the bf16 GGUF's
+// tensors. Views the f32 store's norms (it must outlive this one).
+std::unique_ptr<io::BasicWeightStore> bf16_store(const io::WeightStore& f32) {
+  auto store = std::make_unique<io::BasicWeightStore>(f32.path() + " (bf16)", "memory");
+  for (const io::TensorInfo& t : f32.tensors()) {
+    if (t.name == "output") continue;  // tied: added below as a view
+    const std::span<const std::byte> b = f32.bytes(t.name).value();
+    Status s;
+    if (t.shape.rank() < 2) {
+      s = store->add_view(t.name, t.shape, b);
+    } else {
+      const Shape shape(DType::kBF16, t.shape.dims());
+      std::vector<std::byte> data(shape.byte_size());
+      const float* src = reinterpret_cast<const float*>(b.data());
+      uint16_t* dst = reinterpret_cast<uint16_t*>(data.data());
+      for (int64_t i = 0, n = shape.count(); i < n; ++i) dst[i] = float_to_bf16(src[i]);
+      s = store->add_owned(t.name, shape, std::move(data));
+    }
+    if (!s.ok()) throw std::runtime_error("bf16 weights: " + s.to_string());
+  }
+  if (f32.find("output")) {
+    auto emb = store->bytes("tok_embeddings");
+    if (Status s = store->add_view("output", store->find("tok_embeddings")->shape, *emb); !s.ok())
+      throw std::runtime_error("bf16 weights: " + s.to_string());
+  }
+  store->mutable_metadata() = f32.metadata();
+  return store;
+}
+
+// Parameters in a GGUF of the model (what llama-bench reports as model_n_params):
+// every tensor once, the tied classifier not at all.
+int64_t gguf_params(const io::WeightStore& s) {
+  int64_t n = 0;
+  for (const io::TensorInfo& t : s.tensors())
+    if (t.name != "output") n += t.shape.count();
+  return n;
+}
+
 // Bytes a decode step reads in full: every tensor but the embedding table
 // (one row of it is gathered), the tied classifier counted once.
 double decode_bytes_per_token(const io::WeightStore& s) {
@@ -240,13 +295,117 @@ std::vector<int32_t> fake_tokens(size_t n, int32_t vocab) {
   return t;
 }
 
+// ------------------------------------------------------------- llama.cpp
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The number after "key": in one line of llama-bench's jsonl output (NaN when absent).
+double json_number(const std::string& line, const std::string& key) {
+  const std::string k = "\"" + key + "\":";
+  const size_t p = line.find(k);
+  if (p == std::string::npos) return NAN;
+  const char* b = line.c_str() + p + k.size();
+  char* end = nullptr;
+  const double v = std::strtod(b, &end);
+  return end == b ? NAN : v;
+}
+// The numbers of the array after "key": (empty when absent).
+std::vector<double> json_numbers(const std::string& line, const std::string& key) {
+  std::vector<double> out;
+  const size_t p = line.find("\"" + key + "\":");
+  if (p == std::string::npos) return out;
+  const size_t open = line.find('[', p);
+  if (open == std::string::npos) return out;
+  const char* c = line.c_str() + open + 1;
+  for (;;) {
+    while (*c == ' ' || *c == ',') ++c;
+    if (*c == ']' || *c == '\0') break;
+    char* end = nullptr;
+    const double v = std::strtod(c, &end);
+    if (end == c) break;
+    out.push_back(v);
+    c = end;
+  }
+  return out;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const size_t c = v.size();
+  return c % 2 ? v[c / 2] : 0.5 * (v[c / 2 - 1] + v[c / 2]);
+}
+
+struct LlamaCppFigures {
+  double prefill = NAN, decode = NAN;  // tok/s, medians of llama-bench's samples
+  std::string command, error;          // error: why there are no figures
+};
+
+// Runs `exe -m gguf -p prefill -n decode -t threads -r reps -o jsonl` (0 skips
+// a test) and reads the median tok/s of each test; the model llama-bench loaded
+// must have `params` parameters. stderr goes to `err_path`, quoted on failure.
+LlamaCppFigures run_llama_bench(const std::string& exe, const std::string& gguf, int64_t prefill, int64_t decode,
+                                int threads, int reps, int64_t params, const std::string& err_path) {
+  LlamaCppFigures f;
+  const std::string args = " -m " + shell_quote(gguf) + " -p " + std::to_string(prefill) + " -n " +
+                           std::to_string(decode) + " -t " + std::to_string(threads) + " -r " + std::to_string(reps) +
+                           " -o jsonl";
+  f.command = fs::path(exe).filename().string() + args;
+  std::fflush(stdout);
+  FILE* p = popen((shell_quote(exe) + args + " 2>" + shell_quote(err_path)).c_str(), "r");
+  if (!p) {
+    f.error = "cannot start " + exe + ": " + std::strerror(errno);
+    return f;
+  }
+  std::string out;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  size_t lines = 0;
+  for (size_t b = 0; b < out.size();) {
+    size_t e = out.find('\n', b);
+    if (e == std::string::npos) e = out.size();
+    const std::string line = out.substr(b, e - b);
+    b = e + 1;
+    if (line.find("\"samples_ts\"") == std::string::npos) continue;
+    ++lines;
+    const double got = json_number(line, "model_n_params");
+    if (got != static_cast<double>(params)) {
+      f.error = "llama-bench loaded a model of " + std::to_string(static_cast<long long>(got)) + " parameters, not " +
+                std::to_string(params);
+      return f;
+    }
+    const double ts = median_of(json_numbers(line, "samples_ts"));
+    if (json_number(line, "n_prompt") > 0 && json_number(line, "n_gen") == 0) f.prefill = ts;
+    else if (json_number(line, "n_gen") > 0 && json_number(line, "n_prompt") == 0) f.decode = ts;
+  }
+  if (status != 0 || lines == 0) {
+    std::ifstream err(err_path);
+    std::string last, l;
+    while (std::getline(err, l))
+      if (!l.empty()) last = l;
+    f.error = "llama-bench " +
+              (status == 0 ? std::string("printed no results")
+               : WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                   : "was killed by signal " + std::to_string(WTERMSIG(status))) +
+              (last.empty() ? "" : ": " + last) + " (" + f.command + ")";
+    f.prefill = f.decode = NAN;
+  }
+  return f;
+}
+
 struct LlmRows {
   std::vector<BenchRow> prefill, decode;
 };
 
-// Loads, checks and times one model at thread count t.
+// Loads, checks and times one model at thread count t; then llama.cpp's
+// llama-bench on `gguf` (the same weights in this dtype) when it is not empty.
 void llm_case(const LlmModel& m, const io::WeightStore& store, DType wd, int t, const BenchOptions& o,
-              BenchTable& table, LlmRows& rows) {
+              const std::string& gguf, BenchTable& table, LlmRows& rows) {
   const LlmSizes sz = llm_sizes(o);
   const std::string pname = prefill_case(m, wd, o), dname = decode_case(m, wd, o);
   const bool want_prefill = o.wants(pname), want_decode = o.wants(dname);
@@ -313,7 +472,7 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, DType wd, int t, 
   fill_random(gb.data(), gb.size(), -1, 1, 9);
 
   std::vector<Timed> cs;
-  enum Slot { kPrefill, kDecode, kRead, kSgemm };
+  enum Slot { kPrefill, kDecode, kRead, kSgemm, kLlamaCpp };
   std::vector<Slot> slot;
   auto timed = [](const std::function<void()>& f) {
     const auto t0 = Clock::now();
@@ -355,10 +514,51 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, DType wd, int t, 
                   [t] { openblas_set_num_threads(t); }});
     slot.push_back(kSgemm);
   }
+  // llama.cpp: one llama-bench process per round (-r 1: its warm-up run, then
+  // one timed prefill and one timed decode), in the same rotation as the
+  // others; the two calibration calls' samples are dropped. Its timed part is
+  // the whole process; returning at least min_loop_s keeps it to one call a round.
+  LlamaCppFigures lc;
+  std::vector<double> lc_prefill, lc_decode;
+  int lc_calls = 0;
+  if (!gguf.empty()) {
+    cs.push_back({[&] {
+                    const auto t0 = Clock::now();
+                    if (lc.error.empty()) {
+                      const LlamaCppFigures f = run_llama_bench(
+                          o.llama_bench, gguf, want_prefill ? sz.prefill : 0, want_decode ? sz.decode : 0, t, 1,
+                          gguf_params(store), gguf + ".t" + std::to_string(t) + ".stderr");
+                      lc.command = f.command;
+                      lc.error = f.error;
+                      if (f.error.empty() && ++lc_calls > 2) {
+                        if (std::isfinite(f.prefill)) lc_prefill.push_back(f.prefill);
+                        if (std::isfinite(f.decode)) lc_decode.push_back(f.decode);
+                      }
+                    }
+                    return std::max(seconds_since(t0), o.min_loop_s);
+                  },
+                  {}});
+    slot.push_back(kLlamaCpp);
+  }
   const std::vector<double> sec = cs.empty() ? std::vector<double>{} : timed_rounds(cs, o);
   double prefill_s = NAN, decode_s = NAN, read_s = NAN, sgemm_s = NAN;
-  for (size_t i = 0; i < cs.size(); ++i)
+  for (size_t i = 0; i < cs.size(); ++i) {
+    if (slot[i] == kLlamaCpp) continue;
     (slot[i] == kPrefill ? prefill_s : slot[i] == kDecode ? decode_s : slot[i] == kRead ? read_s : sgemm_s) = sec[i];
+  }
+  if (!gguf.empty()) {
+    if (lc.error.empty()) {
+      lc.prefill = median_of(lc_prefill);
+      lc.decode = median_of(lc_decode);
+      std::printf("  %s: llama.cpp (%s, %zu runs): prefill %s tok/s, decode %s tok/s\n", tag.c_str(),
+                  lc.command.c_str(), std::max(lc_prefill.size(), lc_decode.size()),
+                  std::isfinite(lc.prefill) ? std::to_string(std::lround(lc.prefill)).c_str() : "-",
+                  std::isfinite(lc.decode) ? std::to_string(std::lround(lc.decode)).c_str() : "-");
+    } else {
+      std::printf("  %s: WARNING: no llama.cpp figures: %s\n", tag.c_str(), lc.error.c_str());
+    }
+    std::fflush(stdout);
+  }
 
   const std::string failed = ok ? "" : "radix failed its check; ";
   char note[320];
@@ -371,8 +571,9 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, DType wd, int t, 
                   "attention not counted",
                   failed.c_str(), gm, gk, gk, gn, sgemm_flops / 1e9, m.layer_matmul_params() / 1e6,
                   m.classifier_params() / 1e6);
-    rows.prefill.push_back({pname, t, "tok/s", static_cast<double>(sz.prefill) / prefill_s,
-                            {{"sgemm-rate", sgemm_flops / flops_per_token}}, note});
+    std::vector<PeerValue> peers = {{"sgemm-rate", sgemm_flops / flops_per_token}};
+    if (!gguf.empty()) peers.push_back({"llama.cpp", lc.prefill});
+    rows.prefill.push_back({pname, t, "tok/s", static_cast<double>(sz.prefill) / prefill_s, peers, note});
   }
   if (want_decode) {
     const bool in_llc = o.l3_bytes > 0 && bytes_per_token <= static_cast<double>(o.l3_bytes);
@@ -381,8 +582,9 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, DType wd, int t, 
                   "GB/s%s; KV cache reads not counted",
                   failed.c_str(), mib(weight_bytes(store) * shrink).c_str(), wname.c_str(), mib(bytes_per_token).c_str(),
                   bytes_per_token / read_s / 1e9, in_llc ? " (fits in the LLC)" : "");
-    rows.decode.push_back({dname, t, "tok/s", static_cast<double>(sz.decode) / decode_s, {{"roofline", 1.0 / read_s}},
-                           note});
+    std::vector<PeerValue> peers = {{"roofline", 1.0 / read_s}};
+    if (!gguf.empty()) peers.push_back({"llama.cpp", lc.decode});
+    rows.decode.push_back({dname, t, "tok/s", static_cast<double>(sz.decode) / decode_s, peers, note});
   }
   std::printf("  %s: prefill %s tok/s, decode %s tok/s\n", tag.c_str(),
               std::isfinite(prefill_s) ? std::to_string(std::lround(sz.prefill / prefill_s)).c_str() : "-",
@@ -392,8 +594,8 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, DType wd, int t, 
 
 // ------------------------------------------------------------ the writers
 
-// GGUF v3 (llama.cpp's format; see io/gguf.h for the layout), F32 tensors
-// only: what --write-models needs, no more.
+// GGUF v3 (llama.cpp's format; see io/gguf.h for the layout), F32 and BF16
+// tensors only: what --write-models and the llama.cpp peer need, no more.
 class GgufWriter {
  public:
   void u32(const std::string& key, uint32_t v) { kv(key, 4, raw(v)); }
@@ -406,7 +608,10 @@ class GgufWriter {
   void tensor(const std::string& name, const Shape& shape, std::span<const std::byte> data) {
     infos_ += gstr(name) + raw(static_cast<uint32_t>(shape.rank()));
     for (int a = shape.rank() - 1; a >= 0; --a) infos_ += raw(static_cast<uint64_t>(shape.dim(a)));  // ne[0] fastest
-    infos_ += raw(uint32_t{0}) + raw(offset_);  // GGML_TYPE_F32, offset in the data section
+    // ggml's type (GGML_TYPE_F32 = 0, GGML_TYPE_BF16 = 30), offset in the data section
+    if (shape.dtype() != DType::kF32 && shape.dtype() != DType::kBF16)
+      throw std::logic_error("GgufWriter: " + name + " is " + std::string(dtype_name(shape.dtype())));
+    infos_ += raw(uint32_t{shape.dtype() == DType::kF32 ? 0u : 30u}) + raw(offset_);
     offset_ += (data.size() + kAlign - 1) / kAlign * kAlign;
     data_.push_back(data);
     ++tensors_;
@@ -466,14 +671,17 @@ std::string gguf_name(const std::string& n) {
 // llama2.c's RoPE and the weights need no permutation: llama.cpp's "llama"
 // architecture rotates consecutive pairs, as llama2.c does. The vocabulary
 // is a placeholder SentencePiece one (<unk>, <s>, </s>, the 256 byte tokens,
-// then "▁t<i>") so that llama.cpp loads the file; the token ids are what
-// a benchmark feeds.
+// then "▁t<i>", m.vocab tokens in all: llama.cpp checks the count against
+// token_embd's rows) so that llama.cpp loads the file; the token ids are what
+// a benchmark feeds. Tensors as the store holds them: F32, or BF16 matrices
+// (bf16_store) with F32 norms.
 Status write_gguf(const std::string& path, const LlmModel& m, const io::WeightStore& store) {
+  const bool bf16 = store.find("tok_embeddings")->shape.dtype() == DType::kBF16;
   GgufWriter w;
   w.str("general.architecture", "llama");
-  w.str("general.name", std::string(m.name) + "-random");
+  w.str("general.name", std::string(m.name) + "-random" + (bf16 ? "-bf16" : ""));
   w.u32("general.alignment", 32);
-  w.u32("general.file_type", 0);  // all F32
+  w.u32("general.file_type", bf16 ? 32 : 0);  // LLAMA_FTYPE_MOSTLY_BF16 : ALL_F32
   w.u32("llama.context_length", static_cast<uint32_t>(m.seq_len));
   w.u32("llama.embedding_length", static_cast<uint32_t>(m.dim));
   w.u32("llama.block_count", static_cast<uint32_t>(m.layers));
@@ -585,6 +793,28 @@ std::vector<std::string> llm_case_names(const BenchOptions& o) {
   return names;
 }
 
+std::string default_llama_bench_path() {
+  const char* dir = std::getenv("RADIX_LLAMA_CPP_DIR");
+  const char* home = std::getenv("HOME");
+  std::string base;
+  if (dir && *dir) base = dir;
+  else if (home && *home) base = std::string(home) + "/.cache/radix/llama.cpp";
+  else return "";
+  return base + "/build/bin/llama-bench";
+}
+
+std::string llama_bench_version(const std::string& path) {
+  FILE* p = popen((shell_quote(path) + " --version 2>&1").c_str(), "r");
+  if (!p) return "";
+  std::string out;
+  char buf[1024];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  pclose(p);
+  out = out.substr(0, out.find('\n'));
+  if (out.rfind("version: ", 0) == 0) out = out.substr(9);
+  return out;
+}
+
 void add_llm_rows(const BenchOptions& o, BenchTable& table) {
   LlmRows rows;
   for (const LlmModel* m : llm_models(o)) {
@@ -597,8 +827,31 @@ void add_llm_rows(const BenchOptions& o, BenchTable& table) {
       std::printf("  llm %s: random f32 weights, %s (%s with the tied classifier's copy) in %.1f s\n", m->name,
                   mib(weight_bytes(*store)).c_str(), mib(static_cast<double>(store->total_bytes())).c_str(),
                   seconds_since(t0));
+      // The llama.cpp peer's GGUFs (F32, BF16), each read back by Radix's GGUF loader.
+      std::unique_ptr<TempDir> gguf_dir;
+      std::map<DType, std::string> gguf;
+      if (!o.llama_bench.empty()) {
+        gguf_dir = std::make_unique<TempDir>("radix-bench-gguf");
+        for (DType wd : kWeightDtypes) {
+          if (!o.wants(prefill_case(*m, wd, o)) && !o.wants(decode_case(*m, wd, o))) continue;
+          const auto t1 = Clock::now();
+          const std::unique_ptr<io::BasicWeightStore> bf16 = wd == DType::kBF16 ? bf16_store(*store) : nullptr;
+          const io::WeightStore& src = bf16 ? *bf16 : *store;
+          const std::string path =
+              gguf_dir->path() + "/" + m->name + "-random-" + std::string(dtype_name(wd)) + ".gguf";
+          Status s = write_gguf(path, *m, src);
+          if (s.ok()) s = verify_written(path, src);
+          if (!s.ok()) {
+            table.fail(std::string("llm ") + m->name + " GGUF for llama.cpp", s.to_string());
+            continue;
+          }
+          gguf[wd] = path;
+          std::printf("  llm %s: %s GGUF for llama.cpp, %s, written and read back in %.1f s\n", m->name,
+                      bf16 ? "BF16" : "F32", mib(static_cast<double>(fs::file_size(path))).c_str(), seconds_since(t1));
+        }
+      }
       for (DType wd : kWeightDtypes)
-        for (int t : o.threads) llm_case(*m, *store, wd, t, o, table, rows);
+        for (int t : o.threads) llm_case(*m, *store, wd, t, o, gguf.count(wd) ? gguf[wd] : "", table, rows);
     } catch (const std::exception& e) {
       table.fail(std::string("llm ") + m->name, e.what());
     }
@@ -623,20 +876,24 @@ int write_llm_models(const BenchOptions& o) {
     if (!wanted) continue;
     const std::unique_ptr<io::BasicWeightStore> store = random_store(*m);
     const std::string stem = (dir / (std::string(m->name) + "-random")).string();
+    const std::unique_ptr<io::BasicWeightStore> bf16 = bf16_store(*store);
     struct Out {
       std::string path, what;
       std::function<Status()> write;
+      const io::WeightStore* written;  // what the file must read back as
     };
     const std::vector<Out> outs = {
         {stem + ".safetensors", "Radix names + llama2c.* metadata (radix generate)",
-         [&] { return io::write_safetensors(stem + ".safetensors", *store); }},
+         [&] { return io::write_safetensors(stem + ".safetensors", *store); }, store.get()},
         {stem + ".gguf", "llama.cpp names, F32, placeholder vocabulary",
-         [&] { return write_gguf(stem + ".gguf", *m, *store); }},
-        {stem + ".bin", "llama2.c checkpoint", [&] { return write_llama2c(stem + ".bin", *m, *store); }},
+         [&] { return write_gguf(stem + ".gguf", *m, *store); }, store.get()},
+        {stem + "-bf16.gguf", "llama.cpp names, BF16 matrices (round to nearest even) + F32 norms",
+         [&] { return write_gguf(stem + "-bf16.gguf", *m, *bf16); }, bf16.get()},
+        {stem + ".bin", "llama2.c checkpoint", [&] { return write_llama2c(stem + ".bin", *m, *store); }, store.get()},
     };
     for (const Out& out : outs) {
       Status s = out.write();
-      if (s.ok()) s = verify_written(out.path, *store);
+      if (s.ok()) s = verify_written(out.path, *out.written);
       if (!s.ok()) {
         std::fprintf(stderr, "radix bench: --write-models: %s\n", s.to_string().c_str());
         return 1;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <regex>
 #include <string>
 #include <sys/wait.h>
@@ -278,13 +279,44 @@ TEST(CliBench, QuickRunChecksAndPrintsRatios) {
   EXPECT_NE(r.out.find("| rmsnorm"), std::string::npos) << r.out;
 }
 
+// llama.cpp is an optional peer: the help names the option and the script
+// that builds it. --write-models writes the bf16 GGUF (the bf16 rows' llama.cpp
+// model) beside the F32 one, each read back by Radix's GGUF loader. (Nothing
+// here needs llama.cpp itself.)
+TEST(CliBench, HelpListsTheLlamaCppPeer) {
+  CliRun r = run("bench --help");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("--llama-bench PATH"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("scripts/build-llama-cpp.sh"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-bf16.gguf"), std::string::npos) << r.out;
+}
+
+TEST(CliBench, WriteModelsWritesF32AndBf16Gguf) {
+  char tmpl[] = "/tmp/radix-cli-write-models-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  CliRun r = run("bench --quick --write-models " + dir);
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* file : {"stories15M-random.safetensors", "stories15M-random.gguf", "stories15M-random-bf16.gguf",
+                           "stories15M-random.bin"})
+    EXPECT_NE(r.out.find("wrote " + dir + "/" + file), std::string::npos) << file << "\n" << r.out;
+  EXPECT_NE(r.out.find("BF16 matrices"), std::string::npos) << r.out;
+  std::error_code ec;
+  EXPECT_LT(std::filesystem::file_size(dir + "/stories15M-random-bf16.gguf", ec),
+            std::filesystem::file_size(dir + "/stories15M-random.gguf", ec) * 6 / 10);
+  std::filesystem::remove_all(dir, ec);
+}
+
 TEST(CliBench, BadOptionsExit2) {
   // Each message names the option and the value it refused.
   const std::pair<const char*, const char*> cases[] = {{"bench --threads 0", "--threads"},
                                                        {"bench --threads x", "'x'"},
                                                        {"bench --repetitions 0", "--repetitions"},
                                                        {"bench --bogus", "unknown option '--bogus'"},
-                                                       {"bench --filter no-such-case", "'no-such-case'"}};
+                                                       {"bench --filter no-such-case", "'no-such-case'"},
+                                                       {"bench --llama-bench /no/such/llama-bench",
+                                                        "--llama-bench: no executable file at '/no/such/llama-bench'"},
+                                                       {"bench --llama-bench", "--llama-bench needs"}};
   for (const auto& [args, names] : cases) {
     CliRun r = run(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
