@@ -174,6 +174,116 @@ TEST(Schedule, WeightsStoredOutInOnEveryIsa) {
   }
 }
 
+// Elementwise consumers fused into matmul tiles: relu(x . W + b) with W
+// [k, n] (register tiles) and [n, k] (dot-product tiles) — the consumer and
+// the zero fill scheduled with the matmul (one fused consumer, no separate
+// elementwise op in the summary) — on every ISA, 1 and 2 threads, against a
+// double loop; a consumer of a packed matmul, and a matmul result used twice,
+// stay separate ops (and right).
+TEST(Schedule, MatmulConsumersFuseIntoRegisterTiles) {
+  struct Case { int64_t m, n, k; bool out_in; bool fused; };
+  for (Case s : {Case{64, 64, 64, true, true}, Case{6, 48, 40, true, true}, Case{16, 64, 100, false, true},
+                 Case{24, 32, 8, false, true}, Case{8, 5, 12, false, false}, Case{256, 512, 256, false, false}}) {
+    const Shape xs(DType::kF32, {s.m, s.k}), bs(DType::kF32, {s.n});
+    const Shape ws = s.out_in ? Shape(DType::kF32, {s.n, s.k}) : Shape(DType::kF32, {s.k, s.n});
+    std::vector<float> x = testing::random_vec<float>(size_t(s.m * s.k), -1, 1, 51);
+    std::vector<float> w = testing::random_vec<float>(size_t(s.n * s.k), -1, 1, 52);
+    std::vector<float> bias = testing::random_vec<float>(size_t(s.n), -1, 1, 53);
+    std::vector<float> want(size_t(s.m * s.n));
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        double acc = bias[size_t(j)];
+        for (int64_t k = 0; k < s.k; ++k)
+          acc += double(x[size_t(i * s.k + k)]) * w[size_t(s.out_in ? j * s.k + k : k * s.n + j)];
+        want[size_t(i * s.n + j)] = static_cast<float>(acc > 0 ? acc : 0);
+      }
+    const std::string shape = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+                              (s.out_in ? " W[n,k]" : " W[k,n]");
+    for (const IsaCase& c : kIsas)
+      for (int threads : {1, 2}) {
+        fs::path dir = fs::temp_directory_path() / ("radix-cf-" + std::to_string(::getpid()) + "-" + c.name);
+        fs::remove_all(dir);
+        CompileFnOptions o;
+        o.compile.codegen.cpu.schedule_isa = c.isa;
+        o.compile.codegen.cpu.threads = threads;
+        o.compile.diagnostics.dump = {"schedule-script"};
+        o.compile.diagnostics.dump_dir = dir.string();
+        const bool out_in = s.out_in;
+        auto exe = must(compile_fn(
+            cpu(), o,
+            [out_in](Tensor a, Tensor wt, Tensor b) {
+              return relu(dot_general(a, wt, DotDims{{}, {}, {1}, {out_in ? 1 : 0}}) + b);
+            },
+            xs, ws, bs));
+        Buffer out = must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, w)), must(cpu().buffer(bs, bias))));
+        EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-5, 1e-5))
+            << shape << " " << c.name << " threads " << threads;
+        const std::string script = slurp_stage(dir, "schedule-script.mlir");
+        EXPECT_EQ(script.find("1 consumers fused into matmuls") != std::string::npos, s.fused)
+            << shape << " " << c.name << " threads " << threads << script;
+        fs::remove_all(dir);
+      }
+  }
+  // SwiGLU's silu(x . W1ᵀ) * (x . W3ᵀ): one consumer takes over both matmuls.
+  for (int threads : {1, 2}) {
+    const int64_t m = 16, n = 64, k = 32;
+    const Shape xs(DType::kF32, {m, k}), ws(DType::kF32, {n, k});
+    std::vector<float> x = testing::random_vec<float>(size_t(m * k), -1, 1, 56);
+    std::vector<float> w1 = testing::random_vec<float>(size_t(n * k), -1, 1, 57);
+    std::vector<float> w3 = testing::random_vec<float>(size_t(n * k), -1, 1, 58);
+    std::vector<float> want(size_t(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double g = 0, u = 0;
+        for (int64_t c = 0; c < k; ++c) {
+          g += double(x[size_t(i * k + c)]) * w1[size_t(j * k + c)];
+          u += double(x[size_t(i * k + c)]) * w3[size_t(j * k + c)];
+        }
+        want[size_t(i * n + j)] = float(g / (1 + std::exp(-g)) * u);
+      }
+    fs::path dir = fs::temp_directory_path() / ("radix-cf3-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    CompileFnOptions o;
+    o.compile.codegen.cpu.threads = threads;
+    o.compile.diagnostics.dump = {"schedule-script"};
+    o.compile.diagnostics.dump_dir = dir.string();
+    auto exe = must(compile_fn(
+        cpu(), o,
+        [](Tensor a, Tensor g, Tensor u) {
+          const DotDims dd{{}, {}, {1}, {1}};
+          return silu(dot_general(a, g, dd)) * dot_general(a, u, dd);
+        },
+        xs, ws, ws));
+    const std::string script = slurp_stage(dir, "schedule-script.mlir");
+    EXPECT_NE(script.find("2 matmuls (0 packed), 0 elementwise"), std::string::npos) << script;
+    EXPECT_NE(script.find("1 consumers fused into matmuls"), std::string::npos) << script;
+    Buffer out = must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, w1)), must(cpu().buffer(ws, w3))));
+    // silu's exp is the backend's polynomial (relative error ~1e-7).
+    EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-5, 1e-5)) << "threads " << threads;
+    fs::remove_all(dir);
+  }
+  // The matmul's result also returned: the consumer cannot take it over.
+  const Shape xs(DType::kF32, {8, 16}), ws(DType::kF32, {16, 16});
+  fs::path dir = fs::temp_directory_path() / ("radix-cf2-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  CompileFnOptions o;
+  o.compile.diagnostics.dump = {"schedule-script"};
+  o.compile.diagnostics.dump_dir = dir.string();
+  auto exe = must(compile_fn(
+      cpu(), o,
+      [](Tensor a, Tensor wt) {
+        Tensor y = matmul(a, wt);
+        return std::vector<Tensor>{y, relu(y)};
+      },
+      xs, ws));
+  EXPECT_NE(slurp_stage(dir, "schedule-script.mlir").find("0 consumers fused into matmuls"), std::string::npos);
+  std::vector<float> x = testing::random_vec<float>(8 * 16, -1, 1, 54), w = testing::random_vec<float>(16 * 16, -1, 1, 55);
+  auto outs = must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, w))));
+  std::vector<float> y = must(outs[0].to_host<float>()), r = must(outs[1].to_host<float>());
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_EQ(r[i], y[i] > 0 ? y[i] : 0.0f);
+  fs::remove_all(dir);
+}
+
 // Row fusion: softmax, log_softmax, RMSNorm and LayerNorm run one row at a
 // time as one fused loop (one group in the schedule summary) on every ISA,
 // 1 and 2 threads, 1, 2 and 5 rows of every width class (multiples of 64, 16, 8 and 4 —

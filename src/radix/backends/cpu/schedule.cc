@@ -275,6 +275,13 @@ std::optional<std::pair<int64_t, int64_t>> register_tile(int64_t M, int64_t N, c
   return std::make_pair(tm, tn);
 }
 
+// Register-tiled matmuls large enough for it run in kSmallBlock* cache blocks
+// (K blocked outside the register tiles).
+bool uses_small_blocks(int64_t M, int64_t N, int64_t K, int64_t tm, int64_t tn) {
+  return M % kSmallBlockM == 0 && N % kSmallBlockN == 0 && K % kSmallBlockK == 0 && M * N * K >= kPackMinVolume &&
+         kSmallBlockM % tm == 0 && kSmallBlockN % tn == 0;
+}
+
 // Packs B/C into panels (see the knobs above), tiles, and vectorizes.
 void emit_packed_matmul(std::ostringstream& body, const std::string& id, const VectorIsa& isa, int threads,
                         bool transposed_b, const PackBlocks& blk) {
@@ -352,17 +359,18 @@ void emit_packed_matmul(std::ostringstream& body, const std::string& id, const V
 // the weights once, front to back, tn rows in parallel.
 constexpr int64_t kDotRows = 4;  // weight rows per register tile (tn)
 
-template <class Match>
-bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,
-                       const VectorIsa& isa, int threads, Match&& match, ScheduleSummary& sum) {
+struct DotTiles {
+  int64_t tm, tn, v;  // outputs per register tile (rows x weight rows), K lanes per step
+};
+std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& isa) {
   mlir::Type et = llvm::cast<mlir::ShapedType>(op->getResult(0).getType()).getElementType();
-  if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et) || touches_bool(op)) return false;
+  if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et) || touches_bool(op)) return std::nullopt;
   llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
-  const size_t n = r.size(), o = n - 3;  // loops (batch,) m, n, k
+  const size_t o = r.size() - 3;  // loops (batch,) m, n, k
   const int64_t M = r[o], N = r[o + 1], K = r[o + 2];
   const int64_t lanes = et.isF64() ? isa.f32_lanes / 2 : isa.f32_lanes;
   const int64_t v = largest_divisor(K, {lanes, lanes / 2, 4});
-  if (K % v != 0 || v < 4) return false;
+  if (K % v != 0 || v < 4) return std::nullopt;
   const int64_t tn = largest_divisor(N, {kDotRows, 2, 1});
   const int64_t max_acc = isa.registers / 2;  // the rest hold the loaded rows
   int64_t tm = 1;
@@ -371,21 +379,16 @@ bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp op, cons
       tm = c;
       break;
     }
-  match();
-  std::vector<int64_t> granules(n, 1);
-  granules[o] = tm;
-  granules[o + 1] = tn;
-  const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, granules);
-  const std::string cur = forall_if(body, id, par);
-  if (!par.empty()) ++sum.parallel;
-  std::vector<int64_t> tiles(n, 1), split(n, 0);
-  tiles[o] = tm;
-  tiles[o + 1] = tn;
-  tiles[o + 2] = 0;
-  split[o + 2] = v;
-  emit_tile(body, cur, id + "r", tiles);
+  return DotTiles{tm, tn, v};
+}
+
+// The K split of a dot-product tile `in` (tile_reduction_using_for: partial
+// sums in vectors), vectorized; the split's multiply-adds fused into FMAs.
+// `split`: the reduction loops' step (0 for the parallel loops).
+void emit_dot_reduction(std::ostringstream& body, const std::string& in, const std::string& id,
+                        const std::vector<int64_t>& split) {
   body << "    %" << id << "pf, %" << id << "ps, %" << id << "pc, %" << id
-       << "pl = transform.structured.tile_reduction_using_for %" << id << "r by tile_sizes = " << tile_list(split)
+       << "pl = transform.structured.tile_reduction_using_for %" << in << " by tile_sizes = " << tile_list(split)
        << " : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n"
        << "    transform.structured.vectorize %" << id << "pf : !transform.any_op\n"
        << "    transform.structured.vectorize %" << id << "ps : !transform.any_op\n"
@@ -393,6 +396,30 @@ bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp op, cons
        // The split op vectorizes to mulf + addf: fused into FMAs after the
        // script (fuse_marked_multiply_adds), only in this loop.
        << "    transform.annotate %" << id << "pl \"" << kFmaMark << "\" : !transform.any_op\n";
+}
+
+template <class Match>
+bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,
+                       const VectorIsa& isa, int threads, Match&& match, ScheduleSummary& sum) {
+  const std::optional<DotTiles> dt = dot_tiles(op, isa);
+  if (!dt) return false;
+  const auto [tm, tn, v] = *dt;
+  const size_t n = op.getNumLoops(), o = n - 3;
+  match();
+  std::vector<int64_t> granules(n, 1);
+  granules[o] = tm;
+  granules[o + 1] = tn;
+  const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, granules);
+  const std::string cur = forall_if(body, id, par);
+  if (!par.empty()) ++sum.parallel;
+  std::vector<int64_t> tiles(n, 1);
+  tiles[o] = tm;
+  tiles[o + 1] = tn;
+  tiles[o + 2] = 0;
+  emit_tile(body, cur, id + "r", tiles);
+  std::vector<int64_t> split(n, 0);
+  split.back() = v;
+  emit_dot_reduction(body, id + "r", id, split);
   ++sum.matmuls;
   return true;
 }
@@ -455,13 +482,7 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
   const std::string cur = forall_if(body, id, par);
   if (!par.empty()) ++sum.parallel;
   emit_tile(body, cur, id + "r", tiles);
-  body << "    %" << id << "pf, %" << id << "ps, %" << id << "pc, %" << id
-       << "pl = transform.structured.tile_reduction_using_for %" << id << "r by tile_sizes = " << tile_list(split)
-       << " : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n"
-       << "    transform.structured.vectorize %" << id << "pf : !transform.any_op\n"
-       << "    transform.structured.vectorize %" << id << "ps : !transform.any_op\n"
-       << "    transform.structured.vectorize %" << id << "pc : !transform.any_op\n"
-       << "    transform.annotate %" << id << "pl \"" << kFmaMark << "\" : !transform.any_op\n";
+  emit_dot_reduction(body, id + "r", id, split);
   ++sum.matmuls;
   return true;
 }
@@ -660,6 +681,101 @@ std::vector<RowGroup> find_row_groups(mlir::func::FuncOp fn) {
   return groups;
 }
 
+// ---- Elementwise consumers fused into matmul tiles ---------------------------
+// A matmul whose only user is an elementwise op over its output (bias,
+// activation, residual add) is scheduled from the consumer: the consumer is
+// tiled by the matmul's register tiles (tm x tn), the matmul (and its zero
+// fill) fused into that loop, so each tile's sums get the consumer applied
+// while in registers and the matmul's output never makes a separate trip
+// through memory. Register-tiled and dot-product matmuls (not the packed or
+// cache-blocked ones, whose K loop sits outside the register tiles).
+struct FusedMatmul {
+  mlir::linalg::LinalgOp mm;
+  mlir::linalg::FillOp fill;  // its zero init, when only it uses it
+  int64_t v = 0;              // > 0: dot-product tiles, K split by v; 0: register tiles
+};
+struct ConsumerFusion {
+  mlir::linalg::LinalgOp consumer;
+  std::vector<FusedMatmul> matmuls;  // every matmul it takes over (SwiGLU's gate and up)
+  int64_t tm = 0, tn = 0;
+};
+
+// `op` as a matmul an elementwise consumer can take over, or none.
+std::optional<ConsumerFusion> consumer_fusion(mlir::linalg::LinalgOp op, const VectorIsa& isa) {
+  auto mm = plain_matmul(op.getOperation());
+  if (!mm || use_packed_schedule(mm, isa) || !mm->getResult(0).hasOneUse()) return std::nullopt;
+  if (!llvm::isa<mlir::func::FuncOp>(op->getParentOp())) return std::nullopt;  // (a loop around it would be taken for the tiles')
+  auto e = llvm::dyn_cast<mlir::linalg::GenericOp>(*mm->getResult(0).getUsers().begin());
+  if (!e) return std::nullopt;
+  auto el = llvm::cast<mlir::linalg::LinalgOp>(e.getOperation());
+  llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  const int64_t M = r[0], N = r[1], K = r[2];
+  if (!float_generic(el) || el.getNumReductionLoops() != 0 || el.getStaticLoopRanges() != llvm::SmallVector<int64_t>{M, N})
+    return std::nullopt;
+  if (llvm::cast<mlir::ShapedType>(e->getResult(0).getType()).getElementType() !=
+      llvm::cast<mlir::ShapedType>(mm->getResult(0).getType()).getElementType())
+    return std::nullopt;
+  for (mlir::OpOperand& use : e->getOpOperands())  // the matmul's output read in place, one element per element
+    if (use.get() == mm->getResult(0) && !el.getMatchingIndexingMap(&use).isIdentity()) return std::nullopt;
+  if (!el.getIndexingMapMatchingResult(llvm::cast<mlir::OpResult>(e->getResult(0))).isIdentity()) return std::nullopt;
+  ConsumerFusion f;
+  f.consumer = el;
+  FusedMatmul m;
+  m.mm = op;
+  if (b_transposed(op)) {
+    const std::optional<DotTiles> dt = dot_tiles(op, isa);
+    if (!dt) return std::nullopt;
+    f.tm = dt->tm, f.tn = dt->tn, m.v = dt->v;
+  } else {
+    auto tile = register_tile(M, N, isa);
+    if (!tile || uses_small_blocks(M, N, K, tile->first, tile->second)) return std::nullopt;
+    f.tm = tile->first, f.tn = tile->second;
+  }
+  if (f.tm == M && f.tn == N) return std::nullopt;  // one tile: no loop to fuse into
+  if (auto fill = mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>(); fill && fill->hasOneUse())
+    m.fill = fill;
+  f.matmuls.push_back(m);
+  return f;
+}
+
+// The consumer (handle `consumer`) tiled by (tm, tn), its matmuls (handles
+// `mms`) and their fills (`fills`, "" for none) fused into the tile loop.
+void emit_consumer_fused_matmuls(std::ostringstream& body, const ConsumerFusion& f, const std::string& consumer,
+                                 const std::vector<std::string>& mms, const std::vector<std::string>& fills,
+                                 bool parallel) {
+  const std::string t = consumer + "t";
+  std::string loop;
+  if (parallel) {  // the register tiles are the forall's iterations
+    emit_forall(body, consumer, t, {f.tm, f.tn});
+    loop = t + "_fa";
+  } else {
+    // The innermost loop there is: a dim the tile covers whole gets none.
+    emit_tile(body, consumer, t, {f.tm, f.tn});
+    loop = t + "_in";
+    body << "    %" << loop << " = transform.get_parent_op %" << t
+         << " {op_name = \"scf.for\"} : (!transform.any_op) -> !transform.any_op\n";
+  }
+  for (size_t i = 0; i < mms.size(); ++i) {
+    const std::string& mm = mms[i];
+    const std::string fused = mm + "u";
+    body << "    %" << fused << ", %" << fused << "l = transform.structured.fuse_into_containing_op %" << mm
+         << " into %" << loop << " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
+    if (!fills[i].empty()) {
+      body << "    %" << fills[i] << "u, %" << fills[i] << "ul = transform.structured.fuse_into_containing_op %"
+           << fills[i] << " into %" << loop
+           << " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
+           << "    transform.structured.vectorize %" << fills[i] << "u : !transform.any_op\n";
+    }
+    if (f.matmuls[i].v > 0) {
+      emit_dot_reduction(body, fused, mm, {0, 0, f.matmuls[i].v});
+    } else {
+      emit_tile(body, fused, mm + "s", {0, 0, 1});
+      body << "    transform.structured.vectorize %" << mm << "s {create_named_contraction} : !transform.any_op\n";
+    }
+  }
+  body << "    transform.structured.vectorize %" << t << " : !transform.any_op\n";
+}
+
 // `ids[i]` is the match handle of `g.members[i]`, `root_id` the root's.
 void emit_row_group(std::ostringstream& body, RowGroup g, const std::string& root_id,
                     const std::vector<std::string>& ids, const std::vector<int64_t>& sids, int64_t root_sid,
@@ -774,7 +890,8 @@ std::string ScheduleSummary::to_string() const {
   return std::to_string(matmuls) + " matmuls (" + std::to_string(packed) + " packed), " +
          std::to_string(elementwise) + " elementwise, " + std::to_string(reductions) + " reductions, " +
          std::to_string(skipped) + " left as loops, " + std::to_string(parallel) + " on threads, " +
-         std::to_string(fused_rows) + " row-fused groups";
+         std::to_string(fused_rows) + " row-fused groups, " + std::to_string(fused_consumers) +
+         " consumers fused into matmuls";
 }
 
 VectorIsa host_vector_isa() {
@@ -809,9 +926,64 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
       group_of_root[g.root.getOperation()] = &g;
       for (auto m : g.members) in_group.insert(m.getOperation());
     }
+    // Matmuls scheduled with their elementwise consumer (and zero fills),
+    // emitted at the consumer's first matmul.
+    std::vector<ConsumerFusion> fusions;
+    llvm::DenseMap<mlir::Operation*, size_t> fusion_of_consumer, fusion_at;
+    llvm::DenseSet<mlir::Operation*> fused_away;
+    fn.walk([&](mlir::linalg::MatmulOp mm) {
+      std::optional<ConsumerFusion> f = consumer_fusion(mm, isa);
+      if (!f) return;
+      mlir::Operation* e = f->consumer.getOperation();
+      if (in_group.contains(e) || group_of_root.count(e)) return;
+      if (auto it = fusion_of_consumer.find(e); it != fusion_of_consumer.end()) {
+        ConsumerFusion& g = fusions[it->second];
+        if (g.tm != f->tm || g.tn != f->tn) return;  // scheduled on its own
+        g.matmuls.push_back(f->matmuls[0]);
+      } else {
+        fusion_of_consumer[e] = fusions.size();
+        fusion_at[mm.getOperation()] = fusions.size();
+        fusions.push_back(*f);
+        fused_away.insert(e);
+      }
+    });
+    for (ConsumerFusion& f : fusions)
+      for (FusedMatmul& m : f.matmuls) {
+        if (!fusion_at.count(m.mm.getOperation())) fused_away.insert(m.mm.getOperation());
+        if (m.fill) fused_away.insert(m.fill.getOperation());
+      }
 
     fn.walk([&](mlir::linalg::LinalgOp op) {
       if (in_group.contains(op.getOperation())) return;  // scheduled with its group's root
+      if (fused_away.contains(op.getOperation())) return;  // scheduled with its matmul
+      if (auto it = fusion_at.find(op.getOperation()); it != fusion_at.end()) {
+        ConsumerFusion f = fusions[it->second];
+        auto mark = [&](mlir::Operation* m) {
+          const std::string id = "op" + std::to_string(sid);
+          m->setAttr(kMark, b.getI64IntegerAttr(sid));
+          body << "    %" << id << " = transform.structured.match ops{[\"" << m->getName().getStringRef().str()
+               << "\"]} attributes{" << kMark << " = " << sid << " : i64} in %root : (!transform.any_op) -> "
+               << "!transform.any_op\n";
+          ++sid;
+          return id;
+        };
+        const std::string e_id = mark(f.consumer.getOperation());
+        std::vector<std::string> mm_ids, fill_ids;
+        int64_t work = 0;
+        for (FusedMatmul& m : f.matmuls) {
+          mm_ids.push_back(mark(m.mm.getOperation()));
+          fill_ids.push_back(m.fill ? mark(m.fill.getOperation()) : "");
+          llvm::SmallVector<int64_t> r = m.mm.getStaticLoopRanges();
+          work = std::max(work, r[0] * r[1] * r[2]);
+        }
+        llvm::SmallVector<int64_t> r = f.consumer.getStaticLoopRanges();
+        const bool parallel = threads > 1 && work >= kParallelMinMatmulWork && (r[0] / f.tm) * (r[1] / f.tn) >= threads;
+        emit_consumer_fused_matmuls(body, f, e_id, mm_ids, fill_ids, parallel);
+        sum.matmuls += static_cast<int>(f.matmuls.size());
+        ++sum.fused_consumers;
+        if (parallel) ++sum.parallel;
+        return;
+      }
       if (auto it = group_of_root.find(op.getOperation()); it != group_of_root.end()) {
         RowGroup g = *it->second;
         std::vector<std::string> ids;
@@ -918,8 +1090,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
         const auto [tm, tn] = *tile;
         match();
         std::string cur = id;
-        if (M % kSmallBlockM == 0 && N % kSmallBlockN == 0 && K % kSmallBlockK == 0 && M * N * K >= kPackMinVolume &&
-            kSmallBlockM % tm == 0 && kSmallBlockN % tn == 0) {
+        if (uses_small_blocks(M, N, K, tm, tn)) {
           if (threads > 1) {
             emit_forall(body, cur, id + "b", {kSmallBlockM, kSmallBlockN, 0});
             ++sum.parallel;

@@ -40,6 +40,7 @@ struct ScheduleSummary {
   int skipped = 0;      // ops left as scalar loops
   int parallel = 0;     // ops whose outer tiles are an scf.forall (threads > 1)
   int fused_rows = 0;   // row-fusion groups (softmax, norms: reductions + elementwise, one row at a time)
+  int fused_consumers = 0;  // elementwise consumers (bias, activation) run on their matmuls' register tiles
   // "2 matmuls (1 packed), 3 elementwise, 1 reductions, 4 left as loops, 2 on threads"
   std::string to_string() const;
 };
