@@ -44,6 +44,7 @@ constexpr const char* kQuantizedDotAttr = "radix.quantized_dot";
 // GFLOP/s, 128x256x512 138 / 117, 256x256x512 142 / 138, 512x256x512
 // 110 / 141, 256x512x512 106 / 122. AVX2 keeps the Zen 3 tuning (512 KiB L2).
 constexpr int64_t kPackMinVolume = int64_t{1} << 24;
+constexpr int64_t kPackMinVolumeTransposedB = int64_t{1} << 20, kPackedMinRowsTransposedB = 16;
 constexpr int64_t kPanelVectors = 2;
 constexpr int64_t kBlockN = 256;
 constexpr std::initializer_list<int64_t> kBlockMAvx512 = {256, 128, 64}, kBlockKAvx512 = {512, 256};
@@ -230,9 +231,20 @@ std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, const Vec
     return 0;
   };
   const bool wide = isa.registers >= 32;
+  const int64_t panel = kPanelVectors * isa.f32_lanes;
   PackBlocks b{pick(M, wide ? kBlockMAvx512 : kBlockMAvx2), N % kBlockN == 0 ? kBlockN : 0,
                pick(K, wide ? kBlockKAvx512 : kBlockKAvx2)};
-  const int64_t panel = kPanelVectors * isa.f32_lanes;
+  // Sizes no standard block divides (Llama widths such as 288): the largest
+  // divisor of the dim that is a multiple of its tile (a register tile for
+  // M, a panel for N, kRegK for K) and no larger than the standard block.
+  auto divisor = [](int64_t dim, int64_t step, int64_t max) -> int64_t {
+    for (int64_t d = std::min(dim, max) / step * step; d >= step; d -= step)
+      if (dim % d == 0) return d;
+    return 0;
+  };
+  if (!b.m) b.m = divisor(M, packed_reg_m(isa), wide ? *kBlockMAvx512.begin() : *kBlockMAvx2.begin());
+  if (!b.n) b.n = divisor(N, panel, kBlockN);
+  if (!b.k) b.k = divisor(K, kRegK, wide ? *kBlockKAvx512.begin() : *kBlockKAvx2.begin());
   if (!b.m || !b.n || !b.k || b.n % panel != 0 || b.m % packed_reg_m(isa) != 0 || b.k % kRegK != 0) return std::nullopt;
   while (threads > 1 && b.m > 64 && (M / b.m) * (N / b.n) < 2 * threads) b.m /= 2;
   return b;
@@ -242,7 +254,11 @@ std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, const Vec
 bool use_packed_schedule(mlir::linalg::MatmulOp mm, const VectorIsa& isa) {
   llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
   const int64_t M = r[0], N = r[1], K = r[2];
-  return M * N * K >= kPackMinVolume && pack_blocks(M, N, K, isa, 1).has_value() &&
+  // Weights read as [n, k] with many rows (a prompt) are packed from a smaller
+  // size on: the alternative there, dot products per output, re-reads every
+  // weight row M / 4 times with a horizontal sum per output.
+  const int64_t min_volume = b_transposed(mm) && M >= kPackedMinRowsTransposedB ? kPackMinVolumeTransposedB : kPackMinVolume;
+  return M * N * K >= min_volume && pack_blocks(M, N, K, isa, 1).has_value() &&
          llvm::cast<mlir::ShapedType>(mm->getResult(0).getType()).getElementType().isF32();
 }
 
