@@ -174,6 +174,18 @@ std::string join_notes(const std::string& a, const std::string& b) {
 
 volatile double g_sink;  // keeps the read loop's sum alive
 
+// The 'read' peer: sums n floats split over the pool's threads.
+void read_floats(Pool& pool, const float* p, size_t n) {
+  std::vector<double> sums(static_cast<size_t>(pool.size()));
+  pool.run([&](int i, int np) {
+    auto [lo, hi] = part(n, i, np);
+    sums[static_cast<size_t>(i)] = sum_floats(p + lo, hi - lo);
+  });
+  double total = 0;
+  for (double v : sums) total += v;
+  g_sink = total;
+}
+
 // ---------------------------------------------------------- the C++ peers
 // Reductions keep 16 partial results so that -O3 vectorizes them without
 // -ffast-math (which would let it reorder a single sum).
@@ -306,17 +318,7 @@ void gemm_case(const GemmSpec& g, const BenchOptions& o, BenchTable& table) {
     auto exe = radix_fn(t);
     auto radix_call = [&] { return unwrap(exe->call(A, B), g.name + ": radix call"); };
     Pool pool(t);
-    auto read_all = [&] {
-      const size_t n = static_cast<size_t>(g.n * g.k);
-      std::vector<double> sums(static_cast<size_t>(pool.size()));
-      pool.run([&](int i, int np) {
-        auto [lo, hi] = part(n, i, np);
-        sums[static_cast<size_t>(i)] = sum_floats(b + lo, hi - lo);
-      });
-      double total = 0;
-      for (double v : sums) total += v;
-      g_sink = total;
-    };
+    auto read_all = [&] { read_floats(pool, b, static_cast<size_t>(g.n * g.k)); };
 
     // Check every contender at this thread count against the reference.
     std::vector<std::pair<std::string, double>> errs;
@@ -430,16 +432,7 @@ void quant_matvec_case(const std::string& name, QuantFormat f, int64_t n, int64_
                                 "max |x-ref|/max(|ref|,1), ref: sgemv of the dequantized weights");
     Pool pool(t);
     auto read_all = [&] {
-      const float* p = static_cast<const float*>(V.device_ptr());
-      const size_t nf = q.values.size() / sizeof(float);
-      std::vector<double> sums(static_cast<size_t>(pool.size()));
-      pool.run([&](int i, int np) {
-        auto [lo, hi] = part(nf, i, np);
-        sums[static_cast<size_t>(i)] = sum_floats(p + lo, hi - lo);
-      });
-      double total = 0;
-      for (double v : sums) total += v;
-      g_sink = total;
+      read_floats(pool, static_cast<const float*>(V.device_ptr()), q.values.size() / sizeof(float));
     };
     std::vector<Contender> cs;
     if (ok) {
