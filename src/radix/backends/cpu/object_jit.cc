@@ -1,6 +1,10 @@
 #include "radix/backends/cpu/object_jit.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -17,6 +21,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
@@ -305,6 +310,22 @@ Result<std::unique_ptr<LoadedObject>> LoadedObject::load(std::string_view object
                     ", which this loader does not run (emit_object makes them functions)");
   }
 
+  // With RADIX_PERF_MAP set, the functions' names and sizes, for perf's map
+  // of JIT code (written once the object is linked, below).
+  std::vector<std::pair<std::string, uint64_t>> functions;
+  if (std::getenv("RADIX_PERF_MAP") != nullptr)
+    for (const llvm::object::SymbolRef& sym : (*parsed)->symbols()) {
+      llvm::Expected<llvm::object::SymbolRef::Type> type = sym.getType();
+      llvm::Expected<llvm::StringRef> name = sym.getName();
+      if (!type || !name) {
+        llvm::consumeError(type.takeError());
+        llvm::consumeError(name.takeError());
+        continue;
+      }
+      if (*type == llvm::object::SymbolRef::ST_Function && llvm::isa<llvm::object::ELFObjectFileBase>(*parsed))
+        functions.emplace_back(name->str(), llvm::object::ELFSymbolRef(sym).getSize());
+    }
+
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) return fail("cannot detect the host target: " + llvm::toString(jtmb.takeError()));
   // No platform: its initializers only cover IR the JIT compiles itself,
@@ -359,6 +380,20 @@ Result<std::unique_ptr<LoadedObject>> LoadedObject::load(std::string_view object
                            std::move(wanted));
   if (!symbols) return fail_with_log(symbols.takeError());
   impl->symbols = std::move(*symbols);
+  if (!functions.empty()) {
+    // perf's convention for JIT code: /tmp/perf-<pid>.map, "start size name"
+    // per line (hex), so `perf report` names the compiled functions.
+    static std::mutex perf_map_mutex;
+    std::lock_guard<std::mutex> lock(perf_map_mutex);
+    const std::string path = "/tmp/perf-" + std::to_string(::getpid()) + ".map";
+    if (std::FILE* f = std::fopen(path.c_str(), "a")) {
+      for (const auto& [name, size] : functions)
+        if (auto it = impl->symbols.find(jit.mangleAndIntern(name)); it != impl->symbols.end() && size > 0)
+          std::fprintf(f, "%llx %llx %s\n", static_cast<unsigned long long>(it->second.getAddress().getValue()),
+                       static_cast<unsigned long long>(size), name.c_str());
+      std::fclose(f);
+    }
+  }
   impl->call_if_defined(kStaticInit);
   arm_exit_sentinel();
   return std::unique_ptr<LoadedObject>(new LoadedObject(std::move(impl)));
