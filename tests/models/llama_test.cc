@@ -261,6 +261,13 @@ TEST_F(Llama, QuantizedWeightsMatchTheReferenceOnDequantizedWeights) {
     ASSERT_TRUE(gen->config().weight_quant.has_value());
     expect_logits_match(*gen, ref);
   }
+  models::LlamaGenerator::Options both = options();
+  both.weight_quant = QuantFormat::kInt8PerChannel;
+  both.weight_dtype = DType::kBF16;
+  auto clash = models::LlamaGenerator::load(cpu(), *store_, both);
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(clash.status().message().find("weight_dtype must be unset or f32, not bf16"), std::string::npos)
+      << clash.status().message();
   models::LlamaGenerator::Options q8 = options();
   q8.weight_quant = QuantFormat::kQ8_0;
   auto refused = models::LlamaGenerator::load(cpu(), *store_, q8);
