@@ -398,9 +398,9 @@ void quant_matvec_case(const std::string& name, QuantFormat f, int64_t n, int64_
                        BenchTable& table) {
   std::vector<float> w(static_cast<size_t>(n * k));
   fill_random(w.data(), w.size(), -1, 1, 21);
-  io::QuantizedMatrix q = f == QuantFormat::kInt8PerChannel ? io::quantize_int8(w, n, k)
-                          : f == QuantFormat::kQ8_0         ? *io::quantize_q8_0(w, n, k)
-                                                            : *io::quantize_q4_0(w, n, k);
+  Result<io::QuantizedMatrix> quantized = io::quantize(f, w, n, k);
+  if (!quantized.ok()) throw std::runtime_error(name + ": " + quantized.status().to_string());
+  const io::QuantizedMatrix& q = *quantized;
   const std::vector<float> wd = io::dequantize(q);
   const Shape sx(DType::kF32, {1, k}), sw(DType::kF32, {n, k});
   const Buffer X = upload_random(sx, -1, 1, 22);

@@ -85,10 +85,7 @@ struct Ref {
     const int kv_dim = dim * kv_heads / heads;
     auto requantize = [&](float* p, int n, int k) {
       std::span<float> m(p, size_t(n) * k);
-      io::QuantizedMatrix q = f == QuantFormat::kInt8PerChannel
-                                  ? io::quantize_int8(m, n, k)
-                                  : must(f == QuantFormat::kQ8_0 ? io::quantize_q8_0(m, n, k) : io::quantize_q4_0(m, n, k));
-      std::vector<float> d = io::dequantize(q);
+      std::vector<float> d = io::dequantize(must(io::quantize(f, m, n, k)));
       std::copy(d.begin(), d.end(), m.begin());
     };
     auto mut = [&](const float* p) { return w.data() + (p - w.data()); };

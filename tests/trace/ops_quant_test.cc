@@ -15,12 +15,11 @@
 namespace radix {
 namespace {
 
-enum class Fmt { kInt8, kQ8, kQ4 };
-const char* name(Fmt f) { return f == Fmt::kInt8 ? "int8" : f == Fmt::kQ8 ? "Q8_0" : "Q4_0"; }
+constexpr QuantFormat kFormats[] = {QuantFormat::kInt8PerChannel, QuantFormat::kQ8_0, QuantFormat::kQ4_0};
+const char* name(QuantFormat f) { return quant_format_name(f); }
 
-io::QuantizedMatrix quantize(Fmt f, const std::vector<float>& w, int64_t n, int64_t k) {
-  if (f == Fmt::kInt8) return io::quantize_int8(w, n, k);
-  return must(f == Fmt::kQ8 ? io::quantize_q8_0(w, n, k) : io::quantize_q4_0(w, n, k));
+io::QuantizedMatrix quantize(QuantFormat f, const std::vector<float>& w, int64_t n, int64_t k) {
+  return must(io::quantize(f, w, n, k));
 }
 
 Buffer device(const Shape& s, const std::vector<std::byte>& bytes) {
@@ -39,7 +38,7 @@ std::vector<float> reference(const std::vector<float>& x, const std::vector<floa
   return y;
 }
 
-void check_product(Fmt f, int64_t m, int64_t n, int64_t k, int threads) {
+void check_product(QuantFormat f, int64_t m, int64_t n, int64_t k, int threads) {
   SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
                " threads " + std::to_string(threads));
   std::vector<float> wf = testing::random_vec<float>(size_t(n * k), -1, 1, 31);
@@ -64,17 +63,17 @@ void check_product(Fmt f, int64_t m, int64_t n, int64_t k, int threads) {
 
 TEST(Quant, ProductsMatchDequantizedReference) {
   struct Mnk { int64_t m, n, k; };
-  for (Fmt f : {Fmt::kInt8, Fmt::kQ8, Fmt::kQ4})
+  for (QuantFormat f : kFormats)
     for (Mnk s : {Mnk{1, 1, 32}, Mnk{1, 33, 64}, Mnk{3, 12, 96}, Mnk{1, 64, 1024}, Mnk{16, 8, 64},
                   Mnk{17, 24, 64}})
       check_product(f, s.m, s.n, s.k, 1);
   // int8 per channel takes any k, including odd ones no vector width divides.
-  check_product(Fmt::kInt8, 2, 5, 7, 1);
-  check_product(Fmt::kInt8, 1, 3, 40, 1);
+  check_product(QuantFormat::kInt8PerChannel, 2, 5, 7, 1);
+  check_product(QuantFormat::kInt8PerChannel, 1, 3, 40, 1);
 }
 
 TEST(Quant, ProductsOnTwoThreads) {
-  for (Fmt f : {Fmt::kInt8, Fmt::kQ8, Fmt::kQ4}) {
+  for (QuantFormat f : kFormats) {
     check_product(f, 1, 512, 512, 2);
     check_product(f, 4, 256, 256, 2);
   }
@@ -83,7 +82,7 @@ TEST(Quant, ProductsOnTwoThreads) {
 // The in-register path is what runs: the product is tiled into dot-product
 // register tiles and the weights are widened as vectors (a decode step).
 TEST(Quant, DecodeStepWidensWeightsInVectors) {
-  for (Fmt f : {Fmt::kInt8, Fmt::kQ8, Fmt::kQ4}) {
+  for (QuantFormat f : kFormats) {
     SCOPED_TRACE(name(f));
     const std::filesystem::path dir =
         std::filesystem::temp_directory_path() / ("radix-quant-" + std::to_string(::getpid()) + name(f));
@@ -106,7 +105,7 @@ TEST(Quant, DecodeStepWidensWeightsInVectors) {
 
 TEST(Quant, LeadingAxesAndDequantize) {
   // x [2, 1, 64] -> [2, 1, 8]; dequantize(values, scales) equals the host's.
-  for (Fmt f : {Fmt::kInt8, Fmt::kQ8, Fmt::kQ4}) {
+  for (QuantFormat f : kFormats) {
     SCOPED_TRACE(name(f));
     std::vector<float> wf = testing::random_vec<float>(8 * 64, -2, 2, 41);
     std::vector<float> x = testing::random_vec<float>(2 * 64, -1, 1, 42);
@@ -129,18 +128,18 @@ TEST(Quant, HostQuantizersBoundTheError) {
   w[5] = 0;  // zero blocks / rows stay zero
   std::vector<float> zeros(size_t(k), 0.0f);
   std::copy(zeros.begin(), zeros.end(), w.begin() + 2 * k);
-  for (Fmt f : {Fmt::kInt8, Fmt::kQ8, Fmt::kQ4}) {
+  for (QuantFormat f : kFormats) {
     SCOPED_TRACE(name(f));
     std::vector<float> d = io::dequantize(quantize(f, w, n, k));
     for (int64_t r = 0; r < n; ++r)
       for (int64_t c = 0; c < k; ++c) {
         // The error is at most half a step of the row's / block's scale
         // (Q4_0: one step at the clamped top), plus the f16 rounding of it.
-        const int64_t group = f == Fmt::kInt8 ? k : 32, g0 = r * k + c / group * group;
+        const int64_t group = f == QuantFormat::kInt8PerChannel ? k : 32, g0 = r * k + c / group * group;
         float amax = 0;
         for (int64_t j = 0; j < group; ++j) amax = std::max(amax, std::fabs(w[size_t(g0 + j)]));
-        const double step = f == Fmt::kQ4 ? amax / 8.0 : amax / 127.0;
-        const double bound = (f == Fmt::kQ4 ? 1.0 : 0.5) * step * 1.01 + amax * 2e-3 + 1e-7;
+        const double step = f == QuantFormat::kQ4_0 ? amax / 8.0 : amax / 127.0;
+        const double bound = (f == QuantFormat::kQ4_0 ? 1.0 : 0.5) * step * 1.01 + amax * 2e-3 + 1e-7;
         EXPECT_LE(std::fabs(d[size_t(r * k + c)] - w[size_t(r * k + c)]), bound) << r << "," << c;
       }
     for (int64_t c = 0; c < k; ++c) EXPECT_EQ(d[size_t(2 * k + c)], 0.0f);

@@ -11,10 +11,8 @@ namespace radix::io {
 
 namespace {
 
-constexpr int64_t kBlock = 32;
-
 Status check_blocked(const char* what, size_t count, int64_t n, int64_t k) {
-  if (n <= 0 || k <= 0 || k % kBlock != 0)
+  if (n <= 0 || k <= 0 || k % kQuantBlock != 0)
     return invalid_argument(std::string(what) + ": a [" + std::to_string(n) + ", " + std::to_string(k) +
                             "] matrix: k must be a positive multiple of 32");
   if (count != static_cast<size_t>(n * k))
@@ -23,13 +21,12 @@ Status check_blocked(const char* what, size_t count, int64_t n, int64_t k) {
   return Status();
 }
 
-QuantizedMatrix blocked(DType values, int64_t n, int64_t k) {
+QuantizedMatrix allocate(QuantFormat f, int64_t n, int64_t k) {
   QuantizedMatrix m;
-  const int64_t vk = values == DType::kU8 ? k / 2 : k;
-  m.values_shape = Shape(values, {n, vk});
-  m.scales_shape = Shape(DType::kF16, {n, k / kBlock});
-  m.values.resize(static_cast<size_t>(n * vk));
-  m.scales.resize(static_cast<size_t>(n * (k / kBlock)) * 2);
+  m.values_shape = quantized_values_shape(f, n, k);
+  m.scales_shape = quantized_scales_shape(f, n, k);
+  m.values.resize(m.values_shape.byte_size());
+  m.scales.resize(m.scales_shape.byte_size());
   return m;
 }
 
@@ -46,11 +43,7 @@ float get_f16(const QuantizedMatrix& m, size_t block) {
 }  // namespace
 
 QuantizedMatrix quantize_int8(std::span<const float> w, int64_t n, int64_t k) {
-  QuantizedMatrix m;
-  m.values_shape = Shape(DType::kI8, {n, k});
-  m.scales_shape = Shape(DType::kF32, {n});
-  m.values.resize(static_cast<size_t>(n * k));
-  m.scales.resize(static_cast<size_t>(n) * 4);
+  QuantizedMatrix m = allocate(QuantFormat::kInt8PerChannel, n, k);
   for (int64_t r = 0; r < n; ++r) {
     const float* row = w.data() + r * k;
     float amax = 0;
@@ -65,33 +58,33 @@ QuantizedMatrix quantize_int8(std::span<const float> w, int64_t n, int64_t k) {
 
 Result<QuantizedMatrix> quantize_q8_0(std::span<const float> w, int64_t n, int64_t k) {
   RADIX_RETURN_IF_ERROR(check_blocked("quantize_q8_0", w.size(), n, k));
-  QuantizedMatrix m = blocked(DType::kI8, n, k);
-  for (size_t b = 0; b < w.size() / kBlock; ++b) {
-    const float* x = w.data() + kBlock * b;
+  QuantizedMatrix m = allocate(QuantFormat::kQ8_0, n, k);
+  for (size_t b = 0; b < w.size() / kQuantBlock; ++b) {
+    const float* x = w.data() + kQuantBlock * b;
     float amax = 0;
-    for (int64_t j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+    for (int64_t j = 0; j < kQuantBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
     put_f16(m, b, d);
-    for (int64_t j = 0; j < kBlock; ++j)
-      m.values[kBlock * b + j] = static_cast<std::byte>(static_cast<int8_t>(std::roundf(x[j] * id)));
+    for (int64_t j = 0; j < kQuantBlock; ++j)
+      m.values[kQuantBlock * b + j] = static_cast<std::byte>(static_cast<int8_t>(std::roundf(x[j] * id)));
   }
   return m;
 }
 
 Result<QuantizedMatrix> quantize_q4_0(std::span<const float> w, int64_t n, int64_t k) {
   RADIX_RETURN_IF_ERROR(check_blocked("quantize_q4_0", w.size(), n, k));
-  QuantizedMatrix m = blocked(DType::kU8, n, k);
-  for (size_t b = 0; b < w.size() / kBlock; ++b) {
-    const float* x = w.data() + kBlock * b;
+  QuantizedMatrix m = allocate(QuantFormat::kQ4_0, n, k);
+  for (size_t b = 0; b < w.size() / kQuantBlock; ++b) {
+    const float* x = w.data() + kQuantBlock * b;
     float amax = 0, max = 0;
-    for (int64_t j = 0; j < kBlock; ++j)
+    for (int64_t j = 0; j < kQuantBlock; ++j)
       if (std::fabs(x[j]) > amax) {
         amax = std::fabs(x[j]);
         max = x[j];
       }
     const float d = max / -8.0f, id = d != 0 ? 1.0f / d : 0.0f;
     put_f16(m, b, d);
-    for (int64_t j = 0; j < kBlock / 2; ++j) {
+    for (int64_t j = 0; j < kQuantBlock / 2; ++j) {
       const auto q0 = static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x[j] * id + 8.5f)));
       const auto q1 = static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x[j + 16] * id + 8.5f)));
       m.values[16 * b + j] = static_cast<std::byte>(q0 | (q1 << 4));
@@ -101,17 +94,17 @@ Result<QuantizedMatrix> quantize_q4_0(std::span<const float> w, int64_t n, int64
 }
 
 namespace {
-Result<QuantizedMatrix> split_blocks(const char* what, DType values, size_t block_bytes,
+Result<QuantizedMatrix> split_blocks(const char* what, QuantFormat f, size_t block_bytes,
                                      std::span<const std::byte> blocks, int64_t n, int64_t k) {
-  if (n <= 0 || k <= 0 || k % kBlock != 0)
+  if (n <= 0 || k <= 0 || k % kQuantBlock != 0)
     return invalid_argument(std::string(what) + ": a [" + std::to_string(n) + ", " + std::to_string(k) +
                             "] tensor: k must be a positive multiple of 32");
-  const size_t count = static_cast<size_t>(n * (k / kBlock));
+  const size_t count = static_cast<size_t>(n * (k / kQuantBlock));
   if (blocks.size() != count * block_bytes)
     return invalid_argument(std::string(what) + ": " + std::to_string(blocks.size()) + " bytes for a [" +
                             std::to_string(n) + ", " + std::to_string(k) + "] tensor, which takes " +
                             std::to_string(count) + " blocks of " + std::to_string(block_bytes) + " bytes");
-  QuantizedMatrix m = blocked(values, n, k);
+  QuantizedMatrix m = allocate(f, n, k);
   const size_t vb = block_bytes - 2;
   for (size_t b = 0; b < count; ++b) {
     const std::byte* p = blocks.data() + b * block_bytes;
@@ -123,10 +116,19 @@ Result<QuantizedMatrix> split_blocks(const char* what, DType values, size_t bloc
 }  // namespace
 
 Result<QuantizedMatrix> split_gguf_q8_0(std::span<const std::byte> blocks, int64_t n, int64_t k) {
-  return split_blocks("GGUF Q8_0", DType::kI8, 34, blocks, n, k);
+  return split_blocks("GGUF Q8_0", QuantFormat::kQ8_0, 34, blocks, n, k);
 }
 Result<QuantizedMatrix> split_gguf_q4_0(std::span<const std::byte> blocks, int64_t n, int64_t k) {
-  return split_blocks("GGUF Q4_0", DType::kU8, 18, blocks, n, k);
+  return split_blocks("GGUF Q4_0", QuantFormat::kQ4_0, 18, blocks, n, k);
+}
+
+Result<QuantizedMatrix> quantize(QuantFormat f, std::span<const float> w, int64_t n, int64_t k) {
+  switch (f) {
+    case QuantFormat::kInt8PerChannel: return quantize_int8(w, n, k);
+    case QuantFormat::kQ8_0: return quantize_q8_0(w, n, k);
+    case QuantFormat::kQ4_0: return quantize_q4_0(w, n, k);
+  }
+  return invalid_argument("quantize: unknown format");
 }
 
 std::vector<float> dequantize(const QuantizedMatrix& m) {
@@ -143,17 +145,17 @@ std::vector<float> dequantize(const QuantizedMatrix& m) {
     }
     return w;
   }
-  for (size_t b = 0; b < w.size() / kBlock; ++b) {
+  for (size_t b = 0; b < w.size() / kQuantBlock; ++b) {
     const float d = get_f16(m, b);
-    for (int64_t j = 0; j < kBlock; ++j) {
+    for (int64_t j = 0; j < kQuantBlock; ++j) {
       int q;
       if (!q4) {
-        q = static_cast<int8_t>(m.values[kBlock * b + j]);
+        q = static_cast<int8_t>(m.values[kQuantBlock * b + j]);
       } else {
         const auto byte = static_cast<uint8_t>(m.values[16 * b + (j % 16)]);
         q = (j < 16 ? byte & 15 : byte >> 4) - 8;
       }
-      w[kBlock * b + j] = d * static_cast<float>(q);
+      w[kQuantBlock * b + j] = d * static_cast<float>(q);
     }
   }
   return w;

@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "radix/core/quant_format.h"
 #include "radix/core/shape.h"
 #include "radix/core/status.h"
 
@@ -31,6 +32,9 @@ Result<QuantizedMatrix> quantize_q8_0(std::span<const float> w, int64_t n, int64
 // GGUF Q4_0: per block of 32, d = (the value of largest magnitude) / -8 (f16),
 // q = min(15, trunc(w / d + 8.5)); bytes hold elements j and j + 16.
 Result<QuantizedMatrix> quantize_q4_0(std::span<const float> w, int64_t n, int64_t k);
+
+// The one of the three above that format f names.
+Result<QuantizedMatrix> quantize(QuantFormat f, std::span<const float> w, int64_t n, int64_t k);
 
 // GGUF blocks of a [n, k] tensor (Q8_0: 34 bytes, Q4_0: 18 bytes per block
 // of 32, rows in order) split into values and scales. Errors name the sizes

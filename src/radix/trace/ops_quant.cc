@@ -4,7 +4,6 @@
 // mat-vec (backends/cpu/schedule.cc) and elementwise fusion leaves it alone.
 #include "radix/trace/ops_quant.h"
 
-#include <cctype>
 #include <string>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -20,8 +19,6 @@ using namespace detail;
 using mlir::Value;
 
 namespace {
-
-constexpr int64_t kBlock = 32;  // GGUF's Q8_0 / Q4_0 block length
 
 // Read by the CPU backend (schedule.cc, fuse_elementwise_pass.cc).
 constexpr const char* kQuantizedDotAttr = "radix.quantized_dot";
@@ -110,9 +107,9 @@ QuantFormat quant_format(const Tensor& values, const Tensor& scales) {
   const bool q8 = values.dtype() == DType::kI8, q4 = values.dtype() == DType::kU8;
   if (!(q8 || q4) || scales.dtype() != DType::kF16) bad("unknown combination of dtypes");
   const int64_t k = q4 ? values.dim(1) * 2 : values.dim(1);
-  if (k % kBlock != 0) bad("k = " + std::to_string(k) + " is not a multiple of the block length 32");
-  if (scales.rank() != 2 || scales.dim(0) != n || scales.dim(1) != k / kBlock)
-    bad("block scales must be f16[" + std::to_string(n) + "," + std::to_string(k / kBlock) + "]");
+  if (k % kQuantBlock != 0) bad("k = " + std::to_string(k) + " is not a multiple of the block length 32");
+  if (scales.rank() != 2 || scales.dim(0) != n || scales.dim(1) != k / kQuantBlock)
+    bad("block scales must be f16[" + std::to_string(n) + "," + std::to_string(k / kQuantBlock) + "]");
   return q4 ? QuantFormat::kQ4_0 : QuantFormat::kQ8_0;
 }
 
@@ -123,40 +120,21 @@ Tensor dequantize(const Tensor& values, const Tensor& scales) {
     case QuantFormat::kInt8PerChannel:
       return convert(values, DType::kF32) * reshape(scales, {n, 1});
     case QuantFormat::kQ8_0:
-      return reshape(convert(reshape(values, {n, k / kBlock, kBlock}), DType::kF32) *
-                         reshape(convert(scales, DType::kF32), {n, k / kBlock, 1}),
+      return reshape(convert(reshape(values, {n, k / kQuantBlock, kQuantBlock}), DType::kF32) *
+                         reshape(convert(scales, DType::kF32), {n, k / kQuantBlock, 1}),
                      {n, k});
     case QuantFormat::kQ4_0: {
       // Bytes [n, k/32, 16] -> low and high nibbles, each [n, k/32, 1, 16],
       // joined along a new axis of 2 (the block's two halves).
-      Tensor bytes = reshape(values, {n, k / kBlock, 1, 16});
+      Tensor bytes = reshape(values, {n, k / kQuantBlock, 1, 16});
       Tensor lo = bitwise_and(bytes, full(bytes.shape(), 15.0));
       Tensor hi = shift_right_logical(bytes, full(bytes.shape(), 4.0));
       Tensor q = convert(concatenate({lo, hi}, 2), DType::kF32) - 8.0;
-      Tensor s = reshape(convert(scales, DType::kF32), {n, k / kBlock, 1, 1});
+      Tensor s = reshape(convert(scales, DType::kF32), {n, k / kQuantBlock, 1, 1});
       return reshape(q * s, {n, k});
     }
   }
   return values;
-}
-
-Shape quantized_values_shape(QuantFormat f, int64_t n, int64_t k) {
-  if (f == QuantFormat::kQ4_0) return Shape(DType::kU8, {n, k / 2});
-  return Shape(DType::kI8, {n, k});
-}
-Shape quantized_scales_shape(QuantFormat f, int64_t n, int64_t k) {
-  if (f == QuantFormat::kInt8PerChannel) return Shape(DType::kF32, {n});
-  return Shape(DType::kF16, {n, k / kBlock});
-}
-const char* quant_format_name(QuantFormat f) {
-  return f == QuantFormat::kInt8PerChannel ? "int8" : f == QuantFormat::kQ8_0 ? "q8_0" : "q4_0";
-}
-std::optional<QuantFormat> parse_quant_format(std::string_view name) {
-  std::string lower(name);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (QuantFormat f : {QuantFormat::kInt8PerChannel, QuantFormat::kQ8_0, QuantFormat::kQ4_0})
-    if (lower == quant_format_name(f)) return f;
-  return std::nullopt;
 }
 
 Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales) {
@@ -186,8 +164,9 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
     y = y * reshape(scales, {1, N});
   } else if (f == QuantFormat::kQ8_0) {
     // Loops (m, n, kb, j): x[m, kb, j] * values[n, kb, j] * scales[n, kb].
+    const int64_t KB = K / kQuantBlock;
     y = emit_contraction("quantized_matmul",
-                         {reshape(x2, {M, K / kBlock, kBlock}), reshape(values, {N, K / kBlock, kBlock}), scales},
+                         {reshape(x2, {M, KB, kQuantBlock}), reshape(values, {N, KB, kQuantBlock}), scales},
                          {{0, 2, 3}, {1, 2, 3}, {1, 2}}, 4, M, N,
                          [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
                            return mul(b, l, a[0], mul(b, l, widen(b, l, a[1]), widen(b, l, a[2])));
@@ -195,10 +174,10 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
   } else {
     // Loops (m, n, kb, j), j < 16: byte j of a block weighs x's element j
     // (low nibble) and j + 16 (high nibble): x is read as its two halves.
-    Tensor xb = reshape(x2, {M, K / kBlock, 2, 16});
-    Tensor x_lo = reshape(slice(xb, Axis(2), 0, 1), {M, K / kBlock, 16});
-    Tensor x_hi = reshape(slice(xb, Axis(2), 1, 2), {M, K / kBlock, 16});
-    y = emit_contraction("quantized_matmul", {x_lo, x_hi, reshape(values, {N, K / kBlock, 16}), scales},
+    Tensor xb = reshape(x2, {M, K / kQuantBlock, 2, 16});
+    Tensor x_lo = reshape(slice(xb, Axis(2), 0, 1), {M, K / kQuantBlock, 16});
+    Tensor x_hi = reshape(slice(xb, Axis(2), 1, 2), {M, K / kQuantBlock, 16});
+    y = emit_contraction("quantized_matmul", {x_lo, x_hi, reshape(values, {N, K / kQuantBlock, 16}), scales},
                          {{0, 2, 3}, {0, 2, 3}, {1, 2, 3}, {1, 2}}, 4, M, N,
                          [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
                            Value s = widen(b, l, a[3]);

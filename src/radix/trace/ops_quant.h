@@ -20,14 +20,10 @@
 // to its own array (io/quantize.h splits GGUF blocks and quantizes f32).
 #pragma once
 
-#include <optional>
-#include <string_view>
-
+#include "radix/core/quant_format.h"
 #include "radix/trace/tensor.h"
 
 namespace radix {
-
-enum class QuantFormat { kInt8PerChannel, kQ8_0, kQ4_0 };
 
 // The format `values` / `scales` describe; a TraceError naming both shapes
 // when they match none (k must be a multiple of 32 for Q8_0 / Q4_0).
@@ -43,13 +39,5 @@ inline constexpr int64_t kQuantizedDotMaxRows = 16;
 
 // W as f32 [n, k].
 Tensor dequantize(const Tensor& values, const Tensor& scales);
-
-// The shapes of the two tensors holding a [n, k] matrix in format f.
-Shape quantized_values_shape(QuantFormat f, int64_t n, int64_t k);
-Shape quantized_scales_shape(QuantFormat f, int64_t n, int64_t k);
-// "int8", "q8_0", "q4_0"; parse_quant_format takes those names (any case)
-// and returns nullopt for others.
-const char* quant_format_name(QuantFormat f);
-std::optional<QuantFormat> parse_quant_format(std::string_view name);
 
 }  // namespace radix

@@ -18,12 +18,7 @@ Status quantize_matrices(const Platform& platform, QuantFormat f, Llama<Buffer>&
   auto quantize = [&](Buffer& m, std::vector<Buffer>& scales) -> Status {
     RADIX_ASSIGN_OR_RETURN(std::vector<float> host, m.to_host<float>());
     const int64_t n = m.shape().dim(0), k = m.shape().dim(1);
-    io::QuantizedMatrix q;
-    if (f == QuantFormat::kInt8PerChannel) {
-      q = io::quantize_int8(host, n, k);
-    } else {
-      RADIX_ASSIGN_OR_RETURN(q, f == QuantFormat::kQ8_0 ? io::quantize_q8_0(host, n, k) : io::quantize_q4_0(host, n, k));
-    }
+    RADIX_ASSIGN_OR_RETURN(io::QuantizedMatrix q, io::quantize(f, host, n, k));
     RADIX_ASSIGN_OR_RETURN(Buffer values, platform.bytes(q.values_shape, q.values));
     RADIX_ASSIGN_OR_RETURN(Buffer s, platform.bytes(q.scales_shape, q.scales));
     m = std::move(values);
