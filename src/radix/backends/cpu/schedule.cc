@@ -930,6 +930,18 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
   if (requested.f32_lanes > 0) isa.f32_lanes = requested.f32_lanes;
   if (requested.registers > 0) isa.registers = requested.registers;
 
+  // Marks `m` with the next schedule id and matches it as %op<id> (its handle,
+  // `handle(id)`); returns the id.
+  auto mark = [&](mlir::Operation* m) -> int64_t {
+    const int64_t id = sid++;
+    m->setAttr(kMark, b.getI64IntegerAttr(id));
+    body << "    %op" << id << " = transform.structured.match ops{[\"" << m->getName().getStringRef().str()
+         << "\"]} attributes{" << kMark << " = " << id << " : i64} in %root : (!transform.any_op) -> "
+         << "!transform.any_op\n";
+    return id;
+  };
+  auto handle = [](int64_t id) { return "op" + std::to_string(id); };
+
   // Every function with a body: @main and the function cache's callees, which
   // stay calls (a layer called twelve times is scheduled and compiled once).
   for (mlir::func::FuncOp fn : module.getOps<mlir::func::FuncOp>()) {
@@ -974,21 +986,12 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
       if (fused_away.contains(op.getOperation())) return;  // scheduled with its matmul
       if (auto it = fusion_at.find(op.getOperation()); it != fusion_at.end()) {
         ConsumerFusion f = fusions[it->second];
-        auto mark = [&](mlir::Operation* m) {
-          const std::string id = "op" + std::to_string(sid);
-          m->setAttr(kMark, b.getI64IntegerAttr(sid));
-          body << "    %" << id << " = transform.structured.match ops{[\"" << m->getName().getStringRef().str()
-               << "\"]} attributes{" << kMark << " = " << sid << " : i64} in %root : (!transform.any_op) -> "
-               << "!transform.any_op\n";
-          ++sid;
-          return id;
-        };
-        const std::string e_id = mark(f.consumer.getOperation());
+        const std::string e_id = handle(mark(f.consumer.getOperation()));
         std::vector<std::string> mm_ids, fill_ids;
         int64_t work = 0;
         for (FusedMatmul& m : f.matmuls) {
-          mm_ids.push_back(mark(m.mm.getOperation()));
-          fill_ids.push_back(m.fill ? mark(m.fill.getOperation()) : "");
+          mm_ids.push_back(handle(mark(m.mm.getOperation())));
+          fill_ids.push_back(m.fill ? handle(mark(m.fill.getOperation())) : "");
           llvm::SmallVector<int64_t> r = m.mm.getStaticLoopRanges();
           work = std::max(work, r[0] * r[1] * r[2]);
         }
@@ -1004,19 +1007,11 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
         RowGroup g = *it->second;
         std::vector<std::string> ids;
         std::vector<int64_t> sids;
-        auto mark = [&](mlir::linalg::LinalgOp m) {
-          const std::string id = "op" + std::to_string(sid);
-          m->setAttr(kMark, b.getI64IntegerAttr(sid));
-          body << "    %" << id << " = transform.structured.match ops{[\"" << m->getName().getStringRef().str()
-               << "\"]} attributes{" << kMark << " = " << sid << " : i64} in %root : (!transform.any_op) -> "
-               << "!transform.any_op\n";
-          return std::make_pair(id, sid++);
-        };
-        auto [root_id, root_sid] = mark(g.root);
+        const int64_t root_sid = mark(g.root);
+        const std::string root_id = handle(root_sid);
         for (auto m : g.members) {
-          auto [id, msid] = mark(m);
-          ids.push_back(id);
-          sids.push_back(msid);
+          sids.push_back(mark(m));
+          ids.push_back(handle(sids.back()));
         }
         int64_t rows = 1;
         llvm::SmallVector<int64_t> r = g.root.getStaticLoopRanges();
@@ -1031,14 +1026,8 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
         ++sum.skipped;
         return;
       }
-      const std::string id = "op" + std::to_string(sid);
-      const std::string opname = op->getName().getStringRef().str();
-      auto match = [&] {
-        op->setAttr(kMark, b.getI64IntegerAttr(sid));
-        body << "    %" << id << " = transform.structured.match ops{[\"" << opname << "\"]} attributes{" << kMark
-             << " = " << sid << " : i64} in %root : (!transform.any_op) -> !transform.any_op\n";
-        ++sid;
-      };
+      const std::string id = handle(sid);  // the handle match() gives op
+      auto match = [&] { mark(op.getOperation()); };
       llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       if (is_quantized_dot(op)) {
         if (!emit_quantized_dot(body, op, id, isa, threads, match, sum)) ++sum.skipped;
