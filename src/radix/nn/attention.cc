@@ -31,6 +31,20 @@ void check_qkv(const char* layer, const Tensor& q, const Tensor& k, const Tensor
   }
 }
 
+// k or v with the cores' own tags: [b, t, kh, last], or [b, kh, t, last]
+// when head-major (contractions match axes by tag, so either layout works;
+// head-major is already [batch, t, d] and is read in place).
+Tensor kv_tagged(const Tensor& t, bool head_major, const char* last) {
+  return head_major ? t.with_tags({"b", "kh", "t", last}) : t.with_tags({"b", "t", "kh", last});
+}
+
+// The cores' output o [b, kh, s, g, e] as [b, s, hq, e] in q's dtype and tags.
+Tensor heads_out(const Tensor& o, const Tensor& q) {
+  Tensor r = merge_axes(transpose(o, {"b", "s", "kh", "g", "e"}), "kh", "g", "h");
+  if (r.dtype() != q.dtype()) r = convert(r, q.dtype());
+  return r.with_tags(q.shape().tags());
+}
+
 // The attention core on checked operands.
 // k / v are [b, t, hkv, *], or [b, hkv, t, *] when head_major.
 Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, std::optional<double> scale,
@@ -41,10 +55,7 @@ Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* m
   // Own tags internally, so any caller tags (or none) work: q splits its heads
   // into (kv head, group) so each group contracts with its kv head.
   Tensor qt = split_axis(up(q).with_tags({"b", "s", "h", "d"}), 2, {hkv, hq / hkv}, {"kh", "g"});  // [b,s,kh,g,d]
-  // Contractions match axes by tag, so either layout works; head-major is
-  // already [batch, t, d] and is read in place.
-  Tensor kt = head_major ? up(k).with_tags({"b", "kh", "t", "d"}) : up(k).with_tags({"b", "t", "kh", "d"});
-  Tensor vt = head_major ? up(v).with_tags({"b", "kh", "t", "e"}) : up(v).with_tags({"b", "t", "kh", "e"});
+  Tensor kt = kv_tagged(up(k), head_major, "d"), vt = kv_tagged(up(v), head_major, "e");
   Tensor scores = dot(qt, kt, "d");  // [b, kh, s, g, t]
   scores = scores * scale.value_or(1.0 / std::sqrt(static_cast<double>(hd)));
   if (mask) {
@@ -54,11 +65,7 @@ Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* m
     scores = select(m, scores, full(scores.shape(), -std::numeric_limits<double>::infinity()));
   }
   Tensor p = softmax(scores, "t");
-  Tensor o = dot(p, vt, "t");                         // [b, kh, s, g, e]
-  o = transpose(o, {"b", "s", "kh", "g", "e"});
-  o = merge_axes(o, "kh", "g", "h");                  // [b, s, hq, e]
-  if (cd != q.dtype()) o = convert(o, q.dtype());
-  return o.with_tags(q.shape().tags());
+  return heads_out(dot(p, vt, "t"), q);  // [b, kh, s, g, e] -> [b, s, hq, e]
 }
 
 // The chunked (flash-decoding) core: q [b, s, hq, hd] over the caches' keys
@@ -81,8 +88,7 @@ Tensor attend_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const T
   // q in the contraction's order [b, kh, s, g, d], scaled once (outside the loop).
   Tensor qt = split_axis(up(q).with_tags({"b", "s", "h", "d"}), 2, {hkv, g}, {"kh", "g"});
   qt = transpose(qt * opts.scale.value_or(1.0 / std::sqrt(static_cast<double>(hd))), {"b", "kh", "s", "g", "d"});
-  Tensor kt = head_major ? k.with_tags({"b", "kh", "t", "d"}) : k.with_tags({"b", "t", "kh", "d"});
-  Tensor vt = head_major ? v.with_tags({"b", "kh", "t", "e"}) : v.with_tags({"b", "t", "kh", "e"});
+  Tensor kt = kv_tagged(k, head_major, "d"), vt = kv_tagged(v, head_major, "e");
 
   // Positions in i64: the keys written are [0, end); query i sits at p + i.
   const Tensor p = detail::as_dtype(pos, DType::kI64);
@@ -133,10 +139,7 @@ Tensor attend_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const T
         return std::make_tuple(c + 1.0, m_new, l_new, acc_new);
       },
       init);
-  Tensor o = transpose(std::get<3>(fin) / std::get<2>(fin), {"b", "s", "kh", "g", "e"});
-  o = merge_axes(o, "kh", "g", "h");  // [b, s, hq, e]
-  if (cd != q.dtype()) o = convert(o, q.dtype());
-  return o.with_tags(q.shape().tags());
+  return heads_out(std::get<3>(fin) / std::get<2>(fin), q);
 }
 
 }  // namespace
@@ -168,16 +171,13 @@ CachedAttention<> cached_attention(const Tensor& q, const Tensor& k_new, const T
   req(opts.window >= 0, "window must be >= 0");
   req(opts.causal || opts.window == 0, "a window needs causal");
   const int64_t s = q.shape().dim(1), max_t = ck.dim(t_axis);
-  // Written by position (axis 1), so cache tags need not match k / v's.
-  // dynamic_update_slice emits an invalid arith.extsi i64 -> i64 for an i64
-  // start (ops_index.cc), so an i64 pos goes in as i32, clamped first (the
-  // op clamps anyway, so this keeps its result).
-  Tensor start = pos.dtype() == DType::kI64 ? convert(clamp(pos, 0.0, static_cast<double>(max_t)), DType::kI32) : pos;
+  // Written by position (the t axis), so cache tags need not match k / v's;
+  // dynamic_update_slice clamps the start (any integer dtype).
   // Head-major: the s new tokens are transposed to [b, hkv, s, *] first
   // (s x hkv x hd values, not the cache).
   auto to_layout = [&](const Tensor& x) { return head_major ? transpose(x, {0, 2, 1, 3}) : x; };
-  Tensor nk = dynamic_update_slice(cache_k, to_layout(k_new).with_tags(ck.tags()), {{t_axis, start}});
-  Tensor nv = dynamic_update_slice(cache_v, to_layout(v_new).with_tags(cv.tags()), {{t_axis, start}});
+  Tensor nk = dynamic_update_slice(cache_k, to_layout(k_new).with_tags(ck.tags()), {{t_axis, pos}});
+  Tensor nv = dynamic_update_slice(cache_v, to_layout(v_new).with_tags(cv.tags()), {{t_axis, pos}});
   // The chunked path where it pays (CachedAttentionOptions::chunk).
   using O = CachedAttentionOptions;
   const int64_t chunk = opts.chunk != 0             ? std::max<int64_t>(opts.chunk, 0)
