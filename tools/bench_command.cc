@@ -115,13 +115,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // "95.1", "1234", "0.52": three significant digits or so, whatever the scale.
 std::string fmt_value(double v) {
   if (!std::isfinite(v)) return "n/a";
@@ -206,6 +199,13 @@ std::vector<double> measure_interleaved(const std::vector<Contender>& cs, const 
 #else
 #define RADIX_BENCH_READ_CLONES
 #endif
+
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 // 16 partial sums: -O3 vectorizes them without -ffast-math.
 RADIX_BENCH_READ_CLONES double sum_floats(const float* p, size_t n) {

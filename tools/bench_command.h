@@ -99,6 +99,9 @@ struct Contender {
 // contender, in order.
 std::vector<double> measure_interleaved(const std::vector<Contender>& contenders, const BenchOptions& opts);
 
+// The median of v (the mean of the middle two for an even count); NaN when empty.
+double median(std::vector<double> v);
+
 // The sum of n floats, vectorized (the 'read' peer: the machine's read
 // bandwidth when the data is larger than the caches).
 double sum_floats(const float* p, size_t n);

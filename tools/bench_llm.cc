@@ -267,11 +267,7 @@ std::vector<double> timed_rounds(const std::vector<Timed>& cs, const BenchOption
       secs[i].push_back(total / static_cast<double>(iters[i]));
     }
   std::vector<double> med(n);
-  for (size_t i = 0; i < n; ++i) {
-    std::sort(secs[i].begin(), secs[i].end());
-    const size_t c = secs[i].size();
-    med[i] = c % 2 ? secs[i][c / 2] : 0.5 * (secs[i][c / 2 - 1] + secs[i][c / 2]);
-  }
+  for (size_t i = 0; i < n; ++i) med[i] = median(secs[i]);
   return med;
 }
 
@@ -333,13 +329,6 @@ std::vector<double> json_numbers(const std::string& line, const std::string& key
   return out;
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const size_t c = v.size();
-  return c % 2 ? v[c / 2] : 0.5 * (v[c / 2 - 1] + v[c / 2]);
-}
-
 struct LlamaCppFigures {
   double prefill = NAN, decode = NAN;  // tok/s, medians of llama-bench's samples
   std::string command, error;          // error: why there are no figures
@@ -379,7 +368,7 @@ LlamaCppFigures run_llama_bench(const std::string& exe, const std::string& gguf,
                 std::to_string(params);
       return f;
     }
-    const double ts = median_of(json_numbers(line, "samples_ts"));
+    const double ts = median(json_numbers(line, "samples_ts"));
     if (json_number(line, "n_prompt") > 0 && json_number(line, "n_gen") == 0) f.prefill = ts;
     else if (json_number(line, "n_gen") > 0 && json_number(line, "n_prompt") == 0) f.decode = ts;
   }
@@ -548,8 +537,8 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, DType wd, int t, 
   }
   if (!gguf.empty()) {
     if (lc.error.empty()) {
-      lc.prefill = median_of(lc_prefill);
-      lc.decode = median_of(lc_decode);
+      lc.prefill = median(lc_prefill);
+      lc.decode = median(lc_decode);
       std::printf("  %s: llama.cpp (%s, %zu runs): prefill %s tok/s, decode %s tok/s\n", tag.c_str(),
                   lc.command.c_str(), std::max(lc_prefill.size(), lc_decode.size()),
                   std::isfinite(lc.prefill) ? std::to_string(std::lround(lc.prefill)).c_str() : "-",
