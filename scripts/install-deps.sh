@@ -11,6 +11,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libdnnl-dev
   libxxhash-dev nlohmann-json3-dev libsentencepiece-dev
+  openmpi-bin libopenmpi-dev
   clang-14 libclang-rt-14-dev
 )
 

@@ -35,7 +35,8 @@ TEST(Shape, BasicsAndPrinting) {
   EXPECT_EQ(Shape(DType::kI8, {3, 4}).to_string(), "i8[3,4]");
   EXPECT_EQ(Shape(DType::kF64).to_string(), "f64[]");
   EXPECT_EQ(Shape(DType::kF64).count(), 1);
-  EXPECT_EQ(s.with_sharding(1, true).to_string(), "f32[b=2,d=512!]");
+  EXPECT_EQ(s.with_partition(1, "model").to_string(), "f32[b=2,d=512@model]");
+  EXPECT_EQ(s.with_partition("d", "model").replicated().to_string(), "f32[b=2,d=512]");
 }
 
 TEST(Shape, AxesByIndexTagAndNegativeIndex) {
@@ -57,18 +58,27 @@ TEST(Shape, EqualityAndHash) {
   EXPECT_NE(a, a.without_tags());
   EXPECT_NE(a, a.with_dtype(DType::kF16));
   EXPECT_NE(a, a.with_dim(1, 4));
-  EXPECT_NE(a, a.with_sharding(0, true));
+  EXPECT_NE(a, a.with_partition(0, "x"));
+  EXPECT_NE(a.with_partition(0, "x"), a.with_partition(0, "y"));
+  EXPECT_NE(a.with_partition(0, "x").hash(), a.with_partition(0, "y").hash());
+  EXPECT_EQ(a.with_partition(0, "x"), b.with_partition("b", "x"));
   EXPECT_TRUE(a.same_dims(a.without_tags()));
   std::unordered_set<Shape> set{a, b, a.without_tags(), a.with_dim(0, 5)};
   EXPECT_EQ(set.size(), 3u);
 }
 
-TEST(Shape, ModifiersKeepTagsAndSharding) {
-  Shape s = Shape(DType::kF32, {2, 3, 4}, {"a", "b", "c"}).with_sharding(2, true);
+TEST(Shape, ModifiersKeepTagsAndPartitions) {
+  Shape s = Shape(DType::kF32, {2, 3, 4}, {"a", "b", "c"}).with_partition(2, "m");
+  EXPECT_TRUE(s.partitioned());
+  EXPECT_FALSE(s.replicated().partitioned());
+  EXPECT_EQ(s.partition(2).name(), "m");
+  EXPECT_TRUE(s.partition(0).empty());
   Shape d = s.drop_axis(1);
-  EXPECT_EQ(d.to_string(), "f32[a=2,c=4!]");
+  EXPECT_EQ(d.to_string(), "f32[a=2,c=4@m]");
   Shape i = d.insert_axis(0, 7, "z");
-  EXPECT_EQ(i.to_string(), "f32[z=7,a=2,c=4!]");
+  EXPECT_EQ(i.to_string(), "f32[z=7,a=2,c=4@m]");
+  EXPECT_EQ(i.with_dim(2, 8).to_string(), "f32[z=7,a=2,c=8@m]");
+  EXPECT_THROW(s.with_partition("nope", "m"), std::invalid_argument);
   EXPECT_EQ(i.with_tag(0, "y").tag(0).name(), "y");
 }
 

@@ -168,9 +168,6 @@ TEST(CompileOptionsCheck, BadOptionsNameTheField) {
   o.codegen.target_cpu = "pentium-9000";
   expect_error(o, "target_cpu: unknown CPU 'pentium-9000'");
   o = {};
-  o.codegen.num_devices = 2;
-  expect_error(o, "num_devices");
-  o = {};
   o.codegen.opt_level = 7;
   expect_error(o, "opt_level must be 0..3, got 7");
 }

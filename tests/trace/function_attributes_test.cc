@@ -94,34 +94,43 @@ TEST(FunctionAttributes, MemoryKindOnlyOffDevice) {
   EXPECT_NE(f.text().find("{mhlo.memory_kind = \"pinned_host\"}"), std::string::npos) << f.text();
 }
 
+// The seeds' three cases (ZML's writeShardingRepresentation test), then
+// meshes of several axes.
 TEST(FunctionAttributes, ShardingRepresentation) {
-  const Shape r1(DType::kF32, {16}), r2(DType::kF32, {16, 8}), r3(DType::kF32, {4, 6, 8});
-  // Nothing sharded, or one partition: replicated.
-  for (int n : {1, 4}) {
-    EXPECT_EQ(sharding_representation(r1, n), "{replicated}");
-    EXPECT_EQ(sharding_representation(r2, n), "{replicated}");
-    EXPECT_EQ(sharding_representation(r3, n), "{replicated}");
-  }
-  EXPECT_EQ(sharding_representation(r1.with_sharding(0, true), 1), "{replicated}");
-  EXPECT_EQ(sharding_representation(r2.with_sharding(0, true), 1), "{replicated}");
-  EXPECT_EQ(sharding_representation(r3.with_sharding(1, true), 1), "{replicated}");
-  // num_partitions for a sharded axis, 1 otherwise.
-  EXPECT_EQ(sharding_representation(r1.with_sharding(0, true), 4), "{devices=[4]<=[4]}");
-  EXPECT_EQ(sharding_representation(r2.with_sharding(0, true), 4), "{devices=[4,1]<=[4]}");
-  EXPECT_EQ(sharding_representation(r2.with_sharding(0, true).with_sharding(1, true), 4), "{devices=[4,4]<=[4]}");
-  EXPECT_EQ(sharding_representation(r3.with_sharding(1, true), 4), "{devices=[1,4,1]<=[4]}");
-  EXPECT_EQ(sharding_representation(r3.with_sharding(0, true).with_sharding(2, true), 4), "{devices=[4,1,4]<=[4]}");
+  const Shape x(DType::kF32, {16, 8}, {"a", "b"});
+  const Mesh four({{"p", 4}}), two({{"p", 2}});
+  // By default tensors are replicated.
+  EXPECT_EQ(sharding_representation(x, four), "{replicated}");
+  // Shard along the first axis.
+  EXPECT_EQ(sharding_representation(x.with_partition(0, "p"), four), "{devices=[4,1]<=[4]}");
+  // Also along the second axis (as the seed writes it: both over one mesh
+  // axis, which Mesh::check refuses for a real program).
+  EXPECT_EQ(sharding_representation(x.with_partition(0, "p").with_partition(1, "p"), two), "{devices=[2,2]<=[2]}");
+
+  // One device: always replicated.
+  EXPECT_EQ(sharding_representation(x.with_partition(0, "p"), Mesh()), "{replicated}");
+  EXPECT_EQ(sharding_representation(Shape(DType::kF32, {16}).with_partition(0, "p"), four), "{devices=[4]<=[4]}");
+  const Mesh m({{"data", 2}, {"model", 4}});
+  // Both mesh axes, in mesh order: the plain iota.
+  EXPECT_EQ(sharding_representation(x.with_partition(0, "data").with_partition(1, "model"), m), "{devices=[2,4]<=[8]}");
+  // Out of mesh order: the iota transposed.
+  EXPECT_EQ(sharding_representation(x.with_partition(0, "model").with_partition(1, "data"), m),
+            "{devices=[4,2]<=[2,4]T(1,0)}");
+  // A mesh axis splitting nothing replicates the tiles.
+  EXPECT_EQ(sharding_representation(x.with_partition(0, "data"), m), "{devices=[2,1,4]<=[8] last_tile_dim_replicate}");
+  EXPECT_EQ(sharding_representation(x.with_partition(1, "model"), m),
+            "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}");
 }
 
-TEST(FunctionAttributes, ShardingsOnlyWithSeveralPartitions) {
-  std::vector<Shape> in = {kF16x8.with_sharding(0, true), kF16x8}, out = {kF16x8};
+TEST(FunctionAttributes, ShardingsOnlyWithSeveralDevices) {
+  std::vector<Shape> in = {kF16x8.with_partition(0, "p"), kF16x8}, out = {kF16x8};
   {
     BareFunction f(2, 1);
-    detail::write_shardings(f.fn, in, out, 1);
+    detail::write_shardings(f.fn, in, out, Mesh());
     EXPECT_EQ(count_of(f.text(), "mhlo.sharding"), 0u) << f.text();
   }
   BareFunction f(2, 1);
-  detail::write_shardings(f.fn, in, out, 4);
+  detail::write_shardings(f.fn, in, out, Mesh({{"p", 4}}));
   EXPECT_EQ(count_of(f.text(), "mhlo.sharding"), 3u) << f.text();
   EXPECT_EQ(f.fn.getArgAttrOfType<mlir::StringAttr>(0, "mhlo.sharding").getValue().str(), "{devices=[4]<=[4]}");
   EXPECT_EQ(f.fn.getArgAttrOfType<mlir::StringAttr>(1, "mhlo.sharding").getValue().str(), "{replicated}");

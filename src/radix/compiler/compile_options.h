@@ -21,8 +21,6 @@ struct CodegenOptions {
   // or an LLVM CPU name ("znver3", "skylake-avx512", "x86-64-v3", ...). Code
   // for another CPU runs here only if this CPU has its features.
   std::string target_cpu = "host";
-  // Devices the program is partitioned over (1: no sharding).
-  int num_devices = 1;
   // Each backend's typed options (IREE's per-target options): only the
   // compiling backend's are read and hashed.
   CpuOptions cpu;

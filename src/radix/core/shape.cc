@@ -165,10 +165,23 @@ Shape Shape::with_dim(int axis, int64_t size) const {
   return s;
 }
 
-Shape Shape::with_sharding(int axis, bool sharded) const {
+bool Shape::partitioned() const {
+  for (int i = 0; i < rank_; ++i)
+    if (!partitions_[i].empty()) return true;
+  return false;
+}
+
+Shape Shape::with_partition(const Axis& axis, Tag mesh_axis) const {
+  auto i = find_axis(axis);
+  if (!i) throw std::invalid_argument("radix::Shape: with_partition: no axis " + axis.to_string() + " in " + to_string());
   Shape s = *this;
-  if (sharded) s.sharding_ |= static_cast<uint8_t>(1u << axis);
-  else s.sharding_ &= static_cast<uint8_t>(~(1u << axis));
+  s.partitions_[static_cast<size_t>(*i)] = mesh_axis;
+  return s;
+}
+
+Shape Shape::replicated() const {
+  Shape s = *this;
+  s.partitions_.fill(Tag());
   return s;
 }
 
@@ -185,7 +198,7 @@ Shape Shape::drop_axis(int axis) const {
     if (i == axis) continue;
     s.dims_[j] = dims_[i];
     s.tags_[j] = tags_[i];
-    if (sharded(i)) s.sharding_ |= static_cast<uint8_t>(1u << j);
+    s.partitions_[j] = partitions_[i];
     ++j;
   }
   return s;  // a subset of this shape's dims: within the size invariant
@@ -203,7 +216,7 @@ Shape Shape::insert_axis(int axis, int64_t size, Tag tag) const {
     }
     s.dims_[i] = dims_[j];
     s.tags_[i] = tags_[j];
-    if (sharded(j)) s.sharding_ |= static_cast<uint8_t>(1u << i);
+    s.partitions_[i] = partitions_[j];
     ++j;
   }
   if (!tag.empty())
@@ -224,9 +237,9 @@ bool Shape::same_dims(const Shape& o) const {
 }
 
 bool Shape::operator==(const Shape& o) const {
-  if (dtype_ != o.dtype_ || sharding_ != o.sharding_ || !same_dims(o)) return false;
+  if (dtype_ != o.dtype_ || !same_dims(o)) return false;
   for (int i = 0; i < rank_; ++i)
-    if (!(tags_[i] == o.tags_[i])) return false;
+    if (!(tags_[i] == o.tags_[i]) || !(partitions_[i] == o.partitions_[i])) return false;
   return true;
 }
 
@@ -234,10 +247,11 @@ size_t Shape::hash() const {
   uint64_t h = 1469598103934665603ULL;
   h = mix(h, static_cast<uint64_t>(dtype_));
   h = mix(h, rank_);
-  h = mix(h, sharding_);
   for (int i = 0; i < rank_; ++i) {
     h = mix(h, static_cast<uint64_t>(dims_[i]));
     for (char c : tags_[i].name()) h = mix(h, static_cast<uint64_t>(c));
+    h = mix(h, 0x40);  // '@': the partition's name follows
+    for (char c : partitions_[i].name()) h = mix(h, static_cast<uint64_t>(c));
   }
   return static_cast<size_t>(h);
 }
@@ -252,7 +266,10 @@ std::string Shape::to_string() const {
       s += '=';
     }
     s += std::to_string(dims_[i]);
-    if (sharded(i)) s += '!';
+    if (!partitions_[i].empty()) {
+      s += '@';
+      s += partitions_[i].name();
+    }
   }
   s += ']';
   return s;

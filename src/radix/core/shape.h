@@ -1,5 +1,6 @@
 // Shape: dtype + dims (rank <= 8, inline storage) + optional axis tags +
-// per-axis sharding flags. A small value type: copy it freely.
+// per-axis partitions (the mesh axis that splits each axis, see
+// core/mesh.h). A small value type: copy it freely.
 //
 // Invalid shapes (rank > 8, a negative dim, a tag used twice, an element count
 // or byte size past int64) throw std::invalid_argument naming the shape;
@@ -77,8 +78,10 @@ class Shape {
   Tag tag(int i) const { return tags_[static_cast<size_t>(i)]; }
   std::span<const Tag> tags() const { return {tags_.data(), static_cast<size_t>(rank_)}; }
   bool has_tags() const;   // at least one axis is tagged
-  bool sharded(int i) const { return (sharding_ >> i) & 1u; }
-  uint8_t sharding_mask() const { return sharding_; }
+  // The mesh axis that splits axis i over devices (Mesh), or an empty Tag
+  // when the axis is replicated.
+  Tag partition(int i) const { return partitions_[static_cast<size_t>(i)]; }
+  bool partitioned() const;  // at least one axis is split
 
   // Number of elements (1 for rank 0) and bytes. Never overflow: a Shape
   // whose element count or byte size would not fit in int64 cannot be made
@@ -98,7 +101,10 @@ class Shape {
   Shape with_tags(std::span<const Tag> tags) const;
   Shape with_tag(int axis, Tag tag) const;
   Shape with_dim(int axis, int64_t size) const;
-  Shape with_sharding(int axis, bool sharded) const;
+  // Axis `axis` split over mesh axis `mesh_axis` (an empty Tag: replicated).
+  // Throws std::invalid_argument for an axis out of range.
+  Shape with_partition(const Axis& axis, Tag mesh_axis) const;
+  Shape replicated() const;  // every partition dropped
   Shape without_tags() const;
   // Removes / inserts an axis.
   Shape drop_axis(int axis) const;
@@ -109,16 +115,17 @@ class Shape {
   bool operator!=(const Shape& o) const { return !(*this == o); }
   size_t hash() const;
 
-  // "f32[b=2,d=512]", "f32[2,512]", "f32[]"; a sharded axis prints as "d=512!".
+  // "f32[b=2,d=512]", "f32[2,512]", "f32[]"; an axis split over mesh axis
+  // "model" prints as "d=512@model".
   std::string to_string() const;
 
  private:
   void check_size() const;  // throws unless count and bytes fit in int64
   DType dtype_ = DType::kF32;
   uint8_t rank_ = 0;
-  uint8_t sharding_ = 0;
   std::array<int64_t, kMaxRank> dims_{};
   std::array<Tag, kMaxRank> tags_{};
+  std::array<Tag, kMaxRank> partitions_{};
 };
 
 std::ostream& operator<<(std::ostream& os, const Shape& s);

@@ -50,8 +50,10 @@ void append_shape_key(std::string& key, const Shape& shape) {
     const std::string_view tag = shape.tag(i).name();  // by name: tags are interned pointers
     append_pod(key, static_cast<uint32_t>(tag.size()));
     key.append(tag);
+    const std::string_view part = shape.partition(i).name();
+    append_pod(key, static_cast<uint32_t>(part.size()));
+    key.append(part);
   }
-  key.push_back(static_cast<char>(shape.sharding_mask()));
 }
 
 std::string short_type_name(std::string_view pretty) {

@@ -16,6 +16,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
@@ -23,6 +24,7 @@
 #include "radix/trace/diagnostic_collector.h"
 #include "radix/trace/function_attributes.h"
 #include "radix/trace/mlir_bridge.h"
+#include "radix/trace/sharding_emitter.h"
 
 namespace radix {
 
@@ -39,8 +41,10 @@ const mlir::DialectRegistry& trace_registry() {
   static mlir::DialectRegistry* registry = [] {
     auto* r = new mlir::DialectRegistry();
     r->insert<mlir::func::FuncDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
-              mlir::tensor::TensorDialect, mlir::linalg::LinalgDialect, mlir::scf::SCFDialect>();
+              mlir::tensor::TensorDialect, mlir::linalg::LinalgDialect, mlir::scf::SCFDialect,
+              mlir::shard::ShardDialect>();
     mlir::registerAllExtensions(*r);
+    detail::register_sharding_models(*r);
     return r;
   }();
   return *registry;
@@ -201,13 +205,18 @@ Status CompilationContext::emit_main(const std::vector<Shape>& inputs, const std
   mlir::MLIRContext* mctx = &impl_->mlir;
   detail::DiagnosticCollector diags(mctx);
   EmittedFunction f;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (auto err = options_.mesh.check(inputs[i]); err && !options_.mesh.single_device())
+      return Status(ErrorCode::kTraceError, "input " + std::to_string(i) +
+                                                (i < input_names.size() ? " (" + input_names[i] + ")" : "") + ": " + *err);
   try {
     f = emit_function("main", /*is_public=*/true, inputs, body);
     auto fn = mlir::cast<mlir::func::FuncOp>(f.op);
     detail::write_argument_names(fn, input_names);
     detail::write_donations(fn, f.output_donations, inputs);
     detail::write_output_memory_kinds(fn, f.output_memory_kinds);
-    detail::write_shardings(fn, inputs, f.outputs, /*num_partitions=*/1);  // one device for now
+    detail::write_shardings(fn, inputs, f.outputs, options_.mesh);
+    if (!options_.mesh.single_device()) detail::annotate_main_shardings(*this, fn, inputs, f.outputs);
   } catch (const TraceError& e) {
     return Status(ErrorCode::kTraceError, e.what());
   }
@@ -229,6 +238,11 @@ Status CompilationContext::emit_main(const std::vector<Shape>& inputs, const std
     signature->input_names = input_names;
     signature->n_model = n_model;
     signature->outputs = std::move(f.outputs);
+    // On several devices the executable is one device's part of the
+    // program: its buffers are the local shards.
+    signature->mesh = options_.mesh;
+    for (Shape& s : signature->inputs) s = options_.mesh.local_shape(s);
+    for (Shape& s : signature->outputs) s = options_.mesh.local_shape(s);
     signature->output_donations = std::move(f.output_donations);
     signature->output_memory_kinds = std::move(f.output_memory_kinds);
   }

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "radix/core/mesh.h"
 #include "radix/core/shape.h"
 #include "radix/core/status.h"
 #include "radix/trace/tensor.h"
@@ -44,6 +45,11 @@ struct CachedFunction {
 struct TraceOptions {
   std::string name = "radix";         // module name (sym_name)
   bool canonicalize = true;           // run canonicalize,cse,canonicalize after emission
+  // The devices the program is partitioned over (core/mesh.h). With more
+  // than one, arguments are split as their Shapes' partitions say, results
+  // are replicated unless shard() pins them, and the compiled executable is
+  // one device's part of the program (see the README's "Sharding").
+  Mesh mesh;
 };
 
 class CompilationContext {

@@ -1,5 +1,8 @@
 #include "radix/trace/function_attributes.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "radix/trace/trace_error.h"
@@ -52,28 +55,56 @@ void write_output_memory_kinds(mlir::func::FuncOp fn, std::span<const MemoryKind
   }
 }
 
-std::string sharding_representation(const Shape& shape, int num_partitions) {
-  if (shape.sharding_mask() == 0 || num_partitions == 1) return "{replicated}";
+std::string sharding_representation(const Shape& shape, const Mesh& mesh) {
+  const int64_t n = mesh.num_devices();
+  if (!shape.partitioned() || n == 1) return "{replicated}";
+  // The tile of each tensor axis: its mesh axis' size, 1 if replicated.
   std::string s = "{devices=[";
+  int64_t tiles = 1;
+  std::vector<int> used;  // mesh axes in the order tensor axes use them
+  bool repeated = false;
   for (int i = 0; i < shape.rank(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(shape.sharded(i) ? num_partitions : 1);
+    auto a = shape.partition(i).empty() ? std::nullopt : mesh.find(shape.partition(i));
+    const int64_t t = a ? mesh.size(*a) : 1;
+    if (a) {
+      repeated |= std::find(used.begin(), used.end(), *a) != used.end();
+      used.push_back(*a);
+    }
+    tiles *= t;
+    s += (i ? "," : "") + std::to_string(t);
   }
-  return s + "]<=[" + std::to_string(num_partitions) + "]}";
+  // Mesh axes that split nothing replicate the tiles: one more tile dim.
+  const bool replicate = !repeated && tiles < n;
+  if (replicate) s += "," + std::to_string(n / tiles);
+  s += "]<=[";
+  // Devices: the mesh's iota, its axes transposed to the tile dims' order.
+  std::vector<int> perm = used;
+  for (int a = 0; a < mesh.rank(); ++a)
+    if (std::find(used.begin(), used.end(), a) == used.end()) perm.push_back(a);
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int>(i);
+  if (repeated || identity) {
+    s += std::to_string(n) + "]";
+  } else {
+    for (int a = 0; a < mesh.rank(); ++a) s += (a ? "," : "") + std::to_string(mesh.size(a));
+    s += "]T(";
+    for (size_t i = 0; i < perm.size(); ++i) s += (i ? "," : "") + std::to_string(perm[i]);
+    s += ")";
+  }
+  return s + (replicate ? " last_tile_dim_replicate}" : "}");
 }
 
 void write_shardings(mlir::func::FuncOp fn, std::span<const Shape> inputs, std::span<const Shape> outputs,
-                     int num_partitions) {
-  if (num_partitions <= 1) return;
+                     const Mesh& mesh) {
+  if (mesh.single_device()) return;
   check_count(fn, "argument shardings", inputs.size(), fn.getNumArguments());
   check_count(fn, "result shardings", outputs.size(), fn.getNumResults());
   mlir::Builder b(fn.getContext());
   for (size_t i = 0; i < inputs.size(); ++i)
-    fn.setArgAttr(static_cast<unsigned>(i), "mhlo.sharding",
-                  b.getStringAttr(sharding_representation(inputs[i], num_partitions)));
+    fn.setArgAttr(static_cast<unsigned>(i), "mhlo.sharding", b.getStringAttr(sharding_representation(inputs[i], mesh)));
   for (size_t o = 0; o < outputs.size(); ++o)
     fn.setResultAttr(static_cast<unsigned>(o), "mhlo.sharding",
-                     b.getStringAttr(sharding_representation(outputs[o], num_partitions)));
+                     b.getStringAttr(sharding_representation(outputs[o], mesh)));
 }
 
 }  // namespace radix::detail

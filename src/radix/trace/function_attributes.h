@@ -6,7 +6,7 @@
 //   donations        tf.aliasing_output = <result> : i32 on the donated argument
 //   memory kinds     mhlo.memory_kind = "pinned_host" on a result (device: none)
 //   shardings        mhlo.sharding = "{replicated}" / "{devices=[4,1]<=[4]}"
-//                    on every argument and result, only with num_partitions > 1
+//                    on every argument and result, only on a mesh of several devices
 #pragma once
 
 #include <span>
@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "radix/core/memory_kind.h"
+#include "radix/core/mesh.h"
 #include "radix/core/shape.h"
 
 namespace radix::detail {
@@ -29,12 +30,16 @@ void write_donations(mlir::func::FuncOp fn, std::span<const int> output_donation
 // mhlo.memory_kind on each result that is not in device memory.
 void write_output_memory_kinds(mlir::func::FuncOp fn, std::span<const MemoryKind> kinds);
 
-// "{replicated}" if no axis is sharded or num_partitions is 1, else
-// "{devices=[d0,d1,...]<=[N]}" with N for a sharded axis and 1 otherwise.
-std::string sharding_representation(const Shape& shape, int num_partitions);
+// XLA's HloSharding text for `shape` split over `mesh`: "{replicated}" when
+// no axis is split or the mesh is one device, else "{devices=[t0,t1,...]<=[N]}"
+// with t_i the size of the mesh axis splitting tensor axis i (1 if none);
+// mesh axes splitting nothing add a last tile dim and
+// " last_tile_dim_replicate"; mesh axes used out of mesh order print the
+// device iota transposed ("<=[2,2]T(1,0)").
+std::string sharding_representation(const Shape& shape, const Mesh& mesh);
 
-// mhlo.sharding on every argument and result; nothing if num_partitions <= 1.
+// mhlo.sharding on every argument and result; nothing for a one-device mesh.
 void write_shardings(mlir::func::FuncOp fn, std::span<const Shape> inputs, std::span<const Shape> outputs,
-                     int num_partitions);
+                     const Mesh& mesh);
 
 }  // namespace radix::detail

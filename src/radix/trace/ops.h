@@ -181,5 +181,6 @@ Tensor operator/(double a, const Tensor& b);
 #include "radix/trace/ops_random.h"
 #include "radix/trace/ops_scan.h"
 #include "radix/trace/ops_scatter.h"
+#include "radix/trace/ops_shard.h"
 #include "radix/trace/ops_sort.h"
 

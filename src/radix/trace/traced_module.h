@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "radix/core/memory_kind.h"
+#include "radix/core/mesh.h"
 #include "radix/core/shape.h"
 
 namespace mlir { class ModuleOp; class MLIRContext; }
@@ -27,6 +28,10 @@ struct Signature {
   std::vector<Shape> outputs;
   std::vector<int> output_donations;     // per output: donated input index or -1
   std::vector<MemoryKind> output_memory_kinds;  // per output: where to allocate it (Tensor::to_memory)
+  // The devices the program is partitioned over. With several, inputs and
+  // outputs are this device's shards: each partitioned dim is the global dim
+  // divided by its mesh axis' size (Mesh::local_shape), partitions kept.
+  Mesh mesh;
 
   size_t n_args() const { return inputs.size() - n_model; }
   std::string to_string() const;         // "(f32[4,8] w, f32[2,4] arg0) -> (f32[2,8])"

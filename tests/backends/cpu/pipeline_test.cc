@@ -26,7 +26,8 @@ std::string read_file(const fs::path& p) {
 TEST(Pipeline, StagesAreNamedInOrder) {
   std::vector<std::string> names;
   for (const auto& s : cpu_pipeline_stages()) names.push_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"dps", "fuse", "schedule", "bufferize", "math", "lower"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"partition", "collectives", "dps", "fuse", "schedule", "bufferize", "math",
+                                             "lower"}));
   const auto& known = cpu_stage_names();
   EXPECT_NE(std::find(known.begin(), known.end(), "llvm-ir"), known.end());
   EXPECT_NE(std::find(known.begin(), known.end(), "traced"), known.end());

@@ -32,6 +32,8 @@
 #include "radix/trace/diagnostic_collector.h"
 #include "radix/core/half.h"
 #include "radix/trace/traced_module.h"
+#include "radix/trace/sharding_emitter.h"
+#include "radix/runtime/distributed.h"
 
 namespace radix {
 
@@ -80,6 +82,7 @@ const mlir::DialectRegistry& cpu_registry() {
     auto* r = new mlir::DialectRegistry();
     mlir::registerAllDialects(*r);
     mlir::registerAllExtensions(*r);
+    detail::register_sharding_models(*r);
     mlir::registerAllToLLVMIRTranslations(*r);
     return r;
   }();
@@ -185,9 +188,6 @@ class CpuBackend : public Backend {
     const CodegenOptions& cg = options.codegen;
     if (cg.opt_level < 0 || cg.opt_level > 3)
       return invalid_argument("CompileOptions.codegen.opt_level must be 0..3, got " + std::to_string(cg.opt_level));
-    if (cg.num_devices != 1)
-      return invalid_argument("CompileOptions.codegen.num_devices: the cpu backend runs on 1 device, got " +
-                              std::to_string(cg.num_devices));
     if (auto t = resolve_target_cpu(cg.target_cpu); !t.ok())
       return invalid_argument("CompileOptions.codegen.target_cpu: unknown CPU '" + cg.target_cpu + "'");
     const VectorIsa& isa = cg.cpu.schedule_isa;
@@ -247,7 +247,10 @@ class CpuBackend : public Backend {
     auto on_stage = [&](std::string_view stage, double ms) {
       log("stage %-10.*s %8.2f ms", static_cast<int>(stage.size()), stage.data(), ms);
     };
-    Status st = run_cpu_lowering(*module, options.codegen.cpu, dumper, on_stage);
+    const Signature& sig = *job.signature;
+    if (!sig.mesh.single_device())  // the executable's collectives need every rank of the job
+      RADIX_RETURN_IF_ERROR(distributed::require_size(sig.mesh.num_devices(), ("a program on " + sig.mesh.to_string()).c_str()));
+    Status st = run_cpu_lowering(*module, options.codegen.cpu, dumper, on_stage, &sig);
     if (!st.ok() && options.codegen.cpu.vectorize && st.code() == ErrorCode::kScheduleError) {
       // A schedule the transform interpreter rejects is a Radix bug, but the
       // program is still valid: say so, and compile plain loops instead.
@@ -256,7 +259,7 @@ class CpuBackend : public Backend {
       CpuOptions scalar = options.codegen.cpu;
       scalar.vectorize = false;
       RADIX_ASSIGN_OR_RETURN(module, parse());
-      st = run_cpu_lowering(*module, scalar, dumper, on_stage);
+      st = run_cpu_lowering(*module, scalar, dumper, on_stage, &sig);
       stats.schedule_fell_back = true;
     }
     if (!st.ok()) return st;
@@ -285,6 +288,9 @@ class CpuBackend : public Backend {
   }
 
   Result<std::unique_ptr<BackendExecutable>> load(std::string_view bytes, const CompileJob& job) override {
+    const Signature& sig = *job.signature;
+    if (!sig.mesh.single_device())
+      RADIX_RETURN_IF_ERROR(distributed::require_size(sig.mesh.num_devices(), ("a program on " + sig.mesh.to_string()).c_str()));
     return load_object(std::string(bytes), *job.signature, CompileStats{},
                        resolve_cpu_threads(job.options->codegen.cpu.threads));
   }

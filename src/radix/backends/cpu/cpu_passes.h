@@ -29,6 +29,11 @@ std::unique_ptr<mlir::Pass> create_fuse_elementwise_pass();
 // memref.load / memref.store (a 0-D read of a strided buffer does not lower).
 std::unique_ptr<mlir::Pass> create_scalar_vector_transfers_pass();
 
+// "radix-collectives-to-mpi": shard.all_reduce / shard.all_gather become
+// MPI_Allreduce / MPI_Allgather through the runtime's wrappers (see the
+// pass for why not convert-shard-to-mpi's all_reduce).
+std::unique_ptr<mlir::Pass> create_collectives_to_mpi_pass();
+
 // Registers the passes above (and the shared ones) with MLIR's textual
 // pipeline parser (idempotent).
 void register_cpu_passes();

@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <vector>
 
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/InitAllPasses.h"
@@ -14,11 +17,18 @@
 #include "radix/backends/cpu/schedule.h"
 #include "radix/runtime/profiler.h"
 #include "radix/trace/diagnostic_collector.h"
+#include "radix/trace/traced_module.h"
 
 namespace radix {
 
 namespace {
 const PipelineStage kStages[] = {
+    // Only for programs traced on a mesh of several devices (a shard.grid):
+    // each device's part of the program (SPMD), then its collectives as MPI
+    // calls. convert-shard-to-mpi leaves memrefs next to tensors, so it runs
+    // before bufferization.
+    {"partition", "func.func(sharding-propagation,shard-partition),canonicalize,cse"},
+    {"collectives", "radix-collectives-to-mpi,convert-shard-to-mpi,canonicalize"},
     // Calls (the function cache's private callees) are not inlined: a layer
     // called twelve times is scheduled, lowered and compiled once (cold
     // compile of stories110M's two executables: ~65 s inlined, ~5 s not).
@@ -54,7 +64,9 @@ const PipelineStage kStages[] = {
      // math before vector: libm calls for vector math (f64 erf, tan, ...) are
      // unrolled into vector.extract / insert, which vector-to-llvm then lowers.
      "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,"
-     "finalize-memref-to-llvm,convert-arith-to-llvm,"
+     // @mpi@: in sharded programs, the mpi dialect's calls into the MPI
+     // library for the ABI the module names (dlti.map).
+     "finalize-memref-to-llvm,@mpi@convert-arith-to-llvm,"
      "convert-cf-to-llvm,convert-func-to-llvm,convert-ub-to-llvm,convert-openmp-to-llvm,reconcile-unrealized-casts"},
 };
 
@@ -69,6 +81,7 @@ void register_cpu_passes() {
     mlir::registerPass(create_strided_copies_to_loops_pass);
     mlir::registerPass(create_scalar_vector_transfers_pass);
     mlir::registerPass(create_fuse_elementwise_pass);
+    mlir::registerPass(create_collectives_to_mpi_pass);
     return true;
   }();
   (void)done;
@@ -103,18 +116,83 @@ const std::vector<std::string>& cpu_stage_names() {
 namespace {
 // The stage's pipeline with @threads@ replaced by the resolved thread count
 // (on one thread the schedule emits no scf.forall: the OpenMP passes find
-// nothing to convert).
-std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options) {
+// nothing to convert) and @mpi@ by the mpi dialect's lowering in a sharded
+// program (convert-to-llvm fails on a dialect never loaded).
+std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options, bool partitioned) {
   std::string p = stage.pipeline;
-  const std::string key = "@threads@", threads = std::to_string(resolve_cpu_threads(options.threads));
-  for (size_t at = p.find(key); at != std::string::npos; at = p.find(key)) p.replace(at, key.size(), threads);
+  auto replace = [&](const std::string& key, const std::string& by) {
+    for (size_t at = p.find(key); at != std::string::npos; at = p.find(key)) p.replace(at, key.size(), by);
+  };
+  replace("@threads@", std::to_string(resolve_cpu_threads(options.threads)));
+  replace("@mpi@", partitioned ? "convert-to-llvm{filter-dialects=mpi}," : "");
   return p;
 }
 
+bool has_grid(mlir::ModuleOp module) {
+  for (mlir::Operation& op : module.getBody()->getOperations())
+    if (mlir::isa<mlir::shard::GridOp>(op)) return true;
+  return false;
+}
+
+// convert-to-llvm lowers the mpi dialect for the ABI the module names.
+void set_mpi_implementation(mlir::ModuleOp module) {
+  mlir::Attribute a = mlir::parseAttribute("#dlti.map<\"MPI:Implementation\" = \"OpenMPI\">", module.getContext());
+  module->setAttr("dlti.map", a);
+}
+
+// The partitioned @main takes and returns exactly the shards the runtime
+// hands it (the signature's local shapes); anything else is a partitioner
+// result Radix cannot run.
+Status check_partitioned_main(mlir::ModuleOp module, const Signature& local) {
+  auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
+  if (!main) return compile_error("partition: the module has no @main");
+  auto matches = [](mlir::Type t, const Shape& s) {
+    auto rt = mlir::dyn_cast<mlir::RankedTensorType>(t);
+    return rt && rt.hasStaticShape() && rt.getShape() == llvm::ArrayRef<int64_t>(s.dims().data(), s.dims().size());
+  };
+  auto type_str = [](mlir::Type t) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    t.print(os);
+    return s;
+  };
+  mlir::FunctionType ft = main.getFunctionType();
+  for (size_t i = 0; i < ft.getNumInputs() && i < local.inputs.size(); ++i)
+    if (!matches(ft.getInput(static_cast<unsigned>(i)), local.inputs[i]))
+      return compile_error("partition: input " + std::to_string(i) + " became " + type_str(ft.getInput(static_cast<unsigned>(i))) +
+                           ", not the shard " + local.inputs[i].to_string() + " on " + local.mesh.to_string());
+  for (size_t o = 0; o < ft.getNumResults() && o < local.outputs.size(); ++o)
+    if (!matches(ft.getResult(static_cast<unsigned>(o)), local.outputs[o]))
+      return compile_error("partition: output " + std::to_string(o) + " became " + type_str(ft.getResult(static_cast<unsigned>(o))) +
+                           ", not the shard " + local.outputs[o].to_string() + " on " + local.mesh.to_string());
+  return Status();
+}
+
+// Every collective is an MPI call now; a shard op left over is a
+// resharding Radix has no lowering for (all_to_all, reduce_scatter, shift,
+// halo updates...): a compile error naming it. The grids go last.
+Status finish_collectives(mlir::ModuleOp module) {
+  std::string unsupported;
+  llvm::SmallVector<mlir::Operation*> grids;
+  module.walk([&](mlir::Operation* op) {
+    if (op->getDialect() && op->getDialect()->getNamespace() == "shard") {
+      if (mlir::isa<mlir::shard::GridOp>(op)) grids.push_back(op);
+      else if (unsupported.empty()) unsupported = op->getName().getStringRef().str();
+    }
+  });
+  if (!unsupported.empty())
+    return compile_error("sharding: this partitioning needs " + unsupported +
+                         ", which Radix cannot lower to MPI (supported: element-wise ops and products on split "
+                         "axes, all-reduce over a split contracting axis, all-gather to a replicated or "
+                         "differently split result)");
+  for (mlir::Operation* g : grids) g->erase();
+  return Status();
+}
+
 Status run_pipeline(mlir::ModuleOp module, const PipelineStage& stage, const CpuOptions& options,
-                    detail::DiagnosticCollector& diags) {
+                    detail::DiagnosticCollector& diags, bool partitioned) {
   const std::string name = stage.name;
-  const std::string pipeline = stage_pipeline(stage, options);
+  const std::string pipeline = stage_pipeline(stage, options, partitioned);
   mlir::PassManager pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
   if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, llvm::errs())))
     return compile_error("stage '" + name + "': pass pipeline does not parse: " + pipeline);
@@ -125,17 +203,24 @@ Status run_pipeline(mlir::ModuleOp module, const PipelineStage& stage, const Cpu
 }  // namespace
 
 Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageDumper& dumper,
-                        const std::function<void(std::string_view, double)>& on_stage) {
+                        const std::function<void(std::string_view, double)>& on_stage, const Signature* local) {
   register_all_once();
   mlir::MLIRContext* ctx = module.getContext();
   detail::DiagnosticCollector diags(ctx);
+  const bool partitioned = has_grid(module);
   for (const PipelineStage& stage : kStages) {
     auto t0 = std::chrono::steady_clock::now();
     std::string name = stage.name;
     Profiler::Span span("stage " + name, "compile");
-    if (name == "schedule") {
+    if (name == "partition" || name == "collectives") {
+      if (!partitioned) continue;
+      if (name == "collectives") set_mpi_implementation(module);
+      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned));
+      if (name == "partition" && local) RADIX_RETURN_IF_ERROR(check_partitioned_main(module, *local));
+      if (name == "collectives") RADIX_RETURN_IF_ERROR(finish_collectives(module));
+    } else if (name == "schedule") {
       if (!options.vectorize) continue;
-      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags));
+      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned));
       ScheduleSummary sum;
       std::string script = build_cpu_schedule(module, options.schedule_isa, resolve_cpu_threads(options.threads), &sum);
       if (!script.empty()) {
@@ -144,7 +229,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
       }
     } else {
       if (name == "math" && !options.approximate_math) continue;
-      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags));
+      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned));
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (on_stage) on_stage(name, ms);

@@ -1,6 +1,10 @@
 // The named stages of the CPU lowering, in order. Each one can be dumped
 // (DiagnosticOptions::dump) and timed.
 //
+//   partition  (sharded programs only) sharding-propagation, shard-partition:
+//              this device's part of the program
+//   collectives (sharded programs only) radix-collectives-to-mpi,
+//              convert-shard-to-mpi: collectives as MPI calls
 //   dps        radix-results-to-destinations: results become memref arguments
 //   fuse       linalg-fuse-elementwise-ops, canonicalize, cse, radix-untie-shared-inits
 //   schedule   transform-dialect tiling + vectorization (compiler/schedule.h)
@@ -27,6 +31,8 @@ namespace mlir { class ModuleOp; }
 
 namespace radix {
 
+struct Signature;
+
 struct PipelineStage {
   const char* name;
   const char* pipeline;  // textual pass pipeline (inner part of builtin.module(...)); empty for C++ stages
@@ -36,8 +42,10 @@ std::span<const PipelineStage> cpu_pipeline_stages();
 
 // Runs the CPU lowering on `module` (in place), from traced IR to the LLVM
 // dialect. `timings` receives per-stage milliseconds when non-null.
+// `local`, when given, is checked against the partitioned @main.
 Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageDumper& dumper,
-                        const std::function<void(std::string_view stage, double ms)>& on_stage = {});
+                        const std::function<void(std::string_view stage, double ms)>& on_stage = {},
+                        const Signature* local = nullptr);
 
 // Every stage name DiagnosticOptions::dump accepts for the CPU, in order:
 // "traced", the stages above (with "schedule-script", the generated
