@@ -80,21 +80,52 @@ inline HostMlp make_host_mlp(const MlpConfig& c) {
   return m;
 }
 
-// Weights as device buffers, in the Mlp<Buffer> layout.
-inline Result<Mlp<Buffer>> upload_mlp(const Platform& p, const HostMlp& h) {
-  auto up = [&](const HostLinear& l) -> Result<Linear<Buffer>> {
+// How the example splits its work over a mesh's one axis "x" (one process
+// per device, under mpirun):
+//  * kData: the batch split, every weight replicated;
+//  * kTensor: Megatron's layout: even layers split their output features
+//    (w by columns, b too), odd layers their input features (w by rows), so
+//    an odd layer's product ends in an all-reduce over "x".
+enum class MlpParallel { kNone, kData, kTensor };
+
+// Layer `li`'s weight and bias shapes, partitioned as `mode` says.
+inline std::pair<Shape, Shape> mlp_layer_shapes(const HostLinear& l, size_t li, MlpParallel mode) {
+  Shape w(DType::kF32, {l.in, l.out}, {"d", "o"}), b(DType::kF32, {l.out}, {"o"});
+  if (mode == MlpParallel::kTensor) {
+    if (li % 2 == 0) {
+      w = w.with_partition("o", "x");
+      b = b.with_partition("o", "x");
+    } else {
+      w = w.with_partition("d", "x");
+    }
+  }
+  return {w, b};
+}
+
+// Weights as device buffers, in the Mlp<Buffer> layout: whole on one
+// device; on a mesh of several, this process's shards (upload_shard).
+inline Result<Mlp<Buffer>> upload_mlp(const Platform& p, const HostMlp& h, const Mesh& mesh = Mesh(),
+                                      MlpParallel mode = MlpParallel::kNone) {
+  auto up = [&](size_t li) -> Result<Linear<Buffer>> {
+    const HostLinear& l = h.layers[li];
+    auto [ws, bs] = mlp_layer_shapes(l, li, mesh.single_device() ? MlpParallel::kNone : mode);
     Linear<Buffer> out;
-    RADIX_ASSIGN_OR_RETURN(out.w, p.buffer(Shape(DType::kF32, {l.in, l.out}, {"d", "o"}), l.w));
-    RADIX_ASSIGN_OR_RETURN(out.b, p.buffer(Shape(DType::kF32, {l.out}, {"o"}), l.b));
+    if (mesh.single_device()) {
+      RADIX_ASSIGN_OR_RETURN(out.w, p.buffer(ws, l.w));
+      RADIX_ASSIGN_OR_RETURN(out.b, p.buffer(bs, l.b));
+    } else {
+      RADIX_ASSIGN_OR_RETURN(out.w, upload_shard(p, mesh, ws, std::span<const float>(l.w)));
+      RADIX_ASSIGN_OR_RETURN(out.b, upload_shard(p, mesh, bs, std::span<const float>(l.b)));
+    }
     return out;
   };
   Mlp<Buffer> m;
-  RADIX_ASSIGN_OR_RETURN(m.input, up(h.layers.front()));
+  RADIX_ASSIGN_OR_RETURN(m.input, up(0));
   for (size_t i = 1; i + 1 < h.layers.size(); ++i) {
-    RADIX_ASSIGN_OR_RETURN(Linear<Buffer> l, up(h.layers[i]));
+    RADIX_ASSIGN_OR_RETURN(Linear<Buffer> l, up(i));
     m.hidden.push_back(std::move(l));
   }
-  RADIX_ASSIGN_OR_RETURN(m.output, up(h.layers.back()));
+  RADIX_ASSIGN_OR_RETURN(m.output, up(h.layers.size() - 1));
   return m;
 }
 

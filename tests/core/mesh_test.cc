@@ -55,7 +55,7 @@ TEST(Mesh, LocalAndGlobalShapes) {
   Shape g = Shape(DType::kF32, {6, 8, 5}, {"b", "d", "e"}).with_partition("b", "data").with_partition("d", "model");
   Shape l = m.local_shape(g);
   EXPECT_EQ(l.to_string(), "f32[b=3@data,d=2@model,e=5]");
-  EXPECT_EQ(global_shape(l, m), g);
+  EXPECT_EQ(m.global_shape(l), g);
 }
 
 // Every device's block, copied out of a whole array and back, rebuilds it;

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "radix/core/mesh.h"
 #include "radix/core/shape.h"
 #include "radix/runtime/buffer.h"
 #include "radix/trace/tensor.h"
@@ -171,11 +172,15 @@ typename RebindLeaf<From, To>::type map_leaves(const From& src, Make&& make) {
 }
 
 // Placeholder tensors shaped like the weights in `weights` (for tracing).
+// With a mesh of several devices, the weights are this process's shards
+// (upload_shard) and the placeholders take their whole shapes (each
+// partitioned dim times its mesh axis' size), as a program on that mesh is
+// traced.
 template <class T>
-Traced<T> tensors_like(const T& weights) {
-  return map_leaves<Tensor>(weights, [](const std::string&, const auto& leaf) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(leaf)>, Shape>) return Tensor::placeholder(leaf);
-    else return Tensor::placeholder(leaf.shape());
+Traced<T> tensors_like(const T& weights, const Mesh& mesh = Mesh()) {
+  return map_leaves<Tensor>(weights, [&mesh](const std::string&, const auto& leaf) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(leaf)>, Shape>) return Tensor::placeholder(mesh.global_shape(leaf));
+    else return Tensor::placeholder(mesh.global_shape(leaf.shape()));
   });
 }
 

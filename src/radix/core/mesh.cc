@@ -71,6 +71,14 @@ Shape Mesh::local_shape(const Shape& global) const {
   return s;
 }
 
+Shape Mesh::global_shape(const Shape& local) const {
+  Shape s = local;
+  for (int i = 0; i < local.rank(); ++i)
+    if (auto a = local.partition(i).empty() ? std::nullopt : find(local.partition(i)))
+      s = s.with_dim(i, local.dim(i) * size(*a));
+  return s;
+}
+
 std::string Mesh::to_string() const {
   std::string s = "mesh[";
   for (size_t i = 0; i < axes_.size(); ++i) {

@@ -48,6 +48,9 @@ class Mesh {
   // One device's part of a tensor of shape `global`: each split dim divided
   // by its mesh axis size; partitions kept. `global` must pass check().
   Shape local_shape(const Shape& global) const;
+  // The whole shape a shard of shape `local` belongs to: each partitioned
+  // dim times its mesh axis' size (the inverse of local_shape).
+  Shape global_shape(const Shape& local) const;
 
   // "mesh[data=2,model=2]"; "mesh[]" for one device.
   std::string to_string() const;

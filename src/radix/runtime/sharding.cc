@@ -36,14 +36,6 @@ void copy_shard_block(const Shape& global, const Mesh& mesh, long long device, s
   }
 }
 
-Shape global_shape(const Shape& local, const Mesh& mesh) {
-  Shape s = local;
-  for (int i = 0; i < local.rank(); ++i)
-    if (auto a = local.partition(i).empty() ? std::nullopt : mesh.find(local.partition(i)))
-      s = s.with_dim(i, local.dim(i) * mesh.size(*a));
-  return s;
-}
-
 Result<Buffer> upload_shard_bytes(const Platform& platform, const Mesh& mesh, const Shape& global,
                                   std::span<const std::byte> data) {
   if (auto err = mesh.check(global)) return invalid_argument("upload_shard: " + *err);
@@ -59,7 +51,7 @@ Result<Buffer> upload_shard_bytes(const Platform& platform, const Mesh& mesh, co
 
 Result<std::vector<std::byte>> gather_shard_bytes(const Buffer& local, const Mesh& mesh) {
   RADIX_RETURN_IF_ERROR(distributed::require_size(mesh.num_devices(), ("gather_shards on " + mesh.to_string()).c_str()));
-  const Shape global = global_shape(local.shape(), mesh);
+  const Shape global = mesh.global_shape(local.shape());
   if (auto err = mesh.check(global)) return invalid_argument("gather_shards: " + *err);
   std::vector<std::byte> mine(local.shape().byte_size());
   RADIX_RETURN_IF_ERROR(local.copy_to_host(mine));
