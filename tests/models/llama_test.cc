@@ -244,6 +244,35 @@ TEST_F(Llama, Bf16WeightsMatchTheReferenceOnRoundedWeights) {
   EXPECT_NE(st.message().find("weight dtype bf16"), std::string::npos) << st.message();
 }
 
+// Tensor parallelism: one device's shapes are its share of the heads and the
+// hidden axis; a split the heads or hidden axis do not divide is refused by
+// name; a generator asked for more devices than the job has says how to
+// start one. (The sharded runs themselves: tests/runtime/sharded_mpi.cc.)
+TEST_F(Llama, TensorParallelShapesAndErrors) {
+  models::LlamaConfig c = gen_->config();
+  c.tensor_parallel = 2;
+  ASSERT_TRUE(c.validate().ok()) << c.validate().to_string();
+  models::Llama<Shape> s = models::llama_shapes(c);
+  const int64_t hd = c.head_dim();
+  EXPECT_EQ(s.layers[0].wq.dims()[0], c.n_heads / 2 * hd);
+  EXPECT_EQ(s.layers[0].wk.dims()[0], c.n_kv_heads / 2 * hd);
+  EXPECT_EQ(s.layers[0].wo.dims()[1], c.n_heads / 2 * hd);
+  EXPECT_EQ(s.layers[0].w1.dims()[0], c.hidden_dim / 2);
+  EXPECT_EQ(s.layers[0].w2.dims()[1], c.hidden_dim / 2);
+  EXPECT_EQ(s.layers[0].wq.dims()[1], c.dim);
+  EXPECT_EQ(s.tok_embeddings, models::llama_shapes(gen_->config()).tok_embeddings);
+  EXPECT_EQ(models::kv_cache_shapes(c).k[0].dim(1), c.n_kv_heads / 2);
+  c.tensor_parallel = 3;
+  Status st = c.validate();
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("tensor parallelism over 3 devices"), std::string::npos) << st.message();
+  models::LlamaGenerator::Options o = options();
+  o.tensor_parallel = 2;  // this test runs as one process
+  auto two = models::LlamaGenerator::load(cpu(), *store_, o);
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("mpirun -np 2"), std::string::npos) << two.status().to_string();
+}
+
 // Quantized matrices (quantized on load, kept quantized, widened in every
 // product): the logits of the reference run on the same quantized and
 // dequantized matrices, within the f32 bound. int8 on the model as it is; Q8_0

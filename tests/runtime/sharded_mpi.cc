@@ -12,6 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "radix/io/weight_store.h"
+#include "radix/models/llama/generator.h"
 #include "radix/radix.h"
 
 namespace radix {
@@ -178,6 +180,74 @@ TEST(Sharded, BadPartitionsFailWhileTracing) {
                             Shape(DType::kF32, {4}, {"i"}));
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("'model'"), std::string::npos) << unknown.status().to_string();
+}
+
+// One device's program with an explicit all-reduce (manual partitioning):
+// every rank holds a slice of the contracting axis and sums the partial
+// products; the result on every rank is the whole product.
+TEST(Sharded, ManualAllReduce) {
+  const int n = distributed::size(), r = distributed::rank();
+  const int64_t B = 3, D = 8 * n, O = 5, d = D / n;
+  auto x = seeded(B * D, 0.4f), w = seeded(D * O, 1.7f);
+  const auto want = ref_linear(x, w, B, D, O, nullptr, false);
+  std::vector<float> xs(static_cast<size_t>(B * d)), ws(static_cast<size_t>(d * O));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t k = 0; k < d; ++k) xs[static_cast<size_t>(b * d + k)] = x[static_cast<size_t>(b * D + r * d + k)];
+  for (int64_t k = 0; k < d; ++k)
+    for (int64_t o = 0; o < O; ++o) ws[static_cast<size_t>(k * O + o)] = w[static_cast<size_t>((r * d + k) * O + o)];
+  Platform p = Platform::cpu();
+  CompileFnOptions opts;
+  opts.trace.mesh = Mesh({{"model", n}});
+  opts.trace.partitioning = TraceOptions::Partitioning::kManual;
+  const Shape xsh(DType::kF32, {B, d}, {"b", "d"}), wsh(DType::kF32, {d, O}, {"d", "o"});
+  auto exe = compile_fn(p, opts, [](Tensor a, Tensor b) { return all_reduce(dot(a, b, "d"), "model"); }, xsh, wsh);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  auto y = exe->call(p.buffer(xsh, xs).value(), p.buffer(wsh, ws).value());
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  expect_near_all(y->to_host<float>().value(), want);
+  // A max over ranks: each contributes its rank.
+  auto mx = compile_fn(p, opts, [](Tensor a) { return all_reduce(a, "model", CollectiveReduction::kMax); },
+                       Shape(DType::kI32, {2}));
+  ASSERT_TRUE(mx.ok()) << mx.status().to_string();
+  auto m = mx->call(p.buffer(Shape(DType::kI32, {2}), std::vector<int32_t>{r, -r}).value());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->to_host<int32_t>().value(), (std::vector<int32_t>{n - 1, 0}));
+}
+
+TEST(Sharded, AllReduceOnlyInManualPrograms) {
+  Platform p = Platform::cpu();
+  CompileFnOptions opts;
+  opts.trace.mesh = Mesh({{"model", 2}});
+  auto exe = compile_fn(p, opts, [](Tensor a) { return all_reduce(a, "model"); }, Shape(DType::kF32, {4}));
+  ASSERT_FALSE(exe.ok());
+  EXPECT_NE(exe.status().message().find("kManual"), std::string::npos) << exe.status().to_string();
+  opts.trace.partitioning = TraceOptions::Partitioning::kManual;
+  auto bf16 = compile_fn(p, opts, [](Tensor a) { return all_reduce(a, "model"); }, Shape(DType::kBF16, {4}));
+  ASSERT_FALSE(bf16.ok());
+  EXPECT_NE(bf16.status().message().find("f32, f64, i32 or i64"), std::string::npos) << bf16.status().to_string();
+}
+
+// The tensor-parallel Llama's logits match one process's, step by step.
+TEST(Sharded, TensorParallelLlamaLogits) {
+  const int n = distributed::size();
+  auto store = io::open_weights(std::string(RADIX_SOURCE_DIR) + "/models/stories260K/stories260K.bin");
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  Platform p = Platform::cpu();
+  models::LlamaGenerator::Options whole, split;
+  split.tensor_parallel = n;
+  auto one = models::LlamaGenerator::load(p, **store, whole);
+  auto tp = models::LlamaGenerator::load(p, **store, split);
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  ASSERT_TRUE(tp.ok()) << tp.status().to_string();
+  EXPECT_EQ((*tp)->config().tensor_parallel, n);
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  for (std::vector<int32_t> step : {prompt, std::vector<int32_t>{290}, std::vector<int32_t>{300}}) {
+    auto a = (*one)->forward(step);
+    auto b = (*tp)->forward(step);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->size(), b->size());
+    for (size_t i = 0; i < a->size(); ++i) ASSERT_NEAR((*a)[i], (*b)[i], 1e-4f) << "logit " << i;
+  }
 }
 
 }  // namespace

@@ -205,8 +205,8 @@ Status CompilationContext::emit_main(const std::vector<Shape>& inputs, const std
   mlir::MLIRContext* mctx = &impl_->mlir;
   detail::DiagnosticCollector diags(mctx);
   EmittedFunction f;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (auto err = options_.mesh.check(inputs[i]); err && !options_.mesh.single_device())
+  for (size_t i = 0; i < inputs.size() && automatic_partitioning(); ++i)
+    if (auto err = options_.mesh.check(inputs[i]))
       return Status(ErrorCode::kTraceError, "input " + std::to_string(i) +
                                                 (i < input_names.size() ? " (" + input_names[i] + ")" : "") + ": " + *err);
   try {
@@ -215,8 +215,10 @@ Status CompilationContext::emit_main(const std::vector<Shape>& inputs, const std
     detail::write_argument_names(fn, input_names);
     detail::write_donations(fn, f.output_donations, inputs);
     detail::write_output_memory_kinds(fn, f.output_memory_kinds);
-    detail::write_shardings(fn, inputs, f.outputs, options_.mesh);
-    if (!options_.mesh.single_device()) detail::annotate_main_shardings(*this, fn, inputs, f.outputs);
+    if (automatic_partitioning()) {
+      detail::write_shardings(fn, inputs, f.outputs, options_.mesh);
+      detail::annotate_main_shardings(*this, fn, inputs, f.outputs);
+    }
   } catch (const TraceError& e) {
     return Status(ErrorCode::kTraceError, e.what());
   }
@@ -240,9 +242,12 @@ Status CompilationContext::emit_main(const std::vector<Shape>& inputs, const std
     signature->outputs = std::move(f.outputs);
     // On several devices the executable is one device's part of the
     // program: its buffers are the local shards.
+    // (Manual partitioning traced the device's own shapes already.)
     signature->mesh = options_.mesh;
-    for (Shape& s : signature->inputs) s = options_.mesh.local_shape(s);
-    for (Shape& s : signature->outputs) s = options_.mesh.local_shape(s);
+    if (automatic_partitioning()) {
+      for (Shape& s : signature->inputs) s = options_.mesh.local_shape(s);
+      for (Shape& s : signature->outputs) s = options_.mesh.local_shape(s);
+    }
     signature->output_donations = std::move(f.output_donations);
     signature->output_memory_kinds = std::move(f.output_memory_kinds);
   }

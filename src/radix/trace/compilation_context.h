@@ -50,6 +50,14 @@ struct TraceOptions {
   // are replicated unless shard() pins them, and the compiled executable is
   // one device's part of the program (see the README's "Sharding").
   Mesh mesh;
+  // How the program splits over `mesh`:
+  //  * kAutomatic: traced on whole tensors; MLIR's partitioner derives each
+  //    device's program and its collectives from the partitions.
+  //  * kManual: traced as one device's program (JAX's shard_map): argument
+  //    shapes are the device's own, nothing is annotated, and the program
+  //    communicates through explicit collectives (all_reduce).
+  enum class Partitioning { kAutomatic, kManual };
+  Partitioning partitioning = Partitioning::kAutomatic;
 };
 
 class CompilationContext {
@@ -76,6 +84,11 @@ class CompilationContext {
   };
 
   const TraceOptions& options() const { return options_; }
+  // Traced on whole tensors for MLIR's partitioner: a mesh of several
+  // devices and TraceOptions::Partitioning::kAutomatic.
+  bool automatic_partitioning() const {
+    return !options_.mesh.single_device() && options_.partitioning == TraceOptions::Partitioning::kAutomatic;
+  }
   mlir::MLIRContext& mlir_context();
   mlir::OpBuilder& builder();
   mlir::ModuleOp module();

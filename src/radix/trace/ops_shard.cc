@@ -15,19 +15,26 @@ namespace radix {
 
 namespace detail {
 
+namespace {
+// The module's shard.grid for the trace's mesh, emitted on first use.
+void ensure_grid(CompilationContext& ctx) {
+  mlir::OpBuilder& b = ctx.builder();
+  ctx.mlir_context().getOrLoadDialect<mlir::shard::ShardDialect>();
+  mlir::ModuleOp module = ctx.module();
+  if (module.lookupSymbol(kGridName)) return;
+  mlir::OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  mlir::shard::GridOp::create(b, ctx.loc(), kGridName, llvm::ArrayRef<int64_t>(grid_shape(ctx.options().mesh)));
+}
+}  // namespace
+
 mlir::Value annotate_sharding(CompilationContext& ctx, mlir::Value v, const Shape& shape) {
   const Mesh& mesh = ctx.options().mesh;
-  if (mesh.single_device()) return v;
+  if (!ctx.automatic_partitioning()) return v;
   if (auto err = mesh.check(shape)) fail(*err);
   mlir::OpBuilder& b = ctx.builder();
   mlir::MLIRContext* mctx = &ctx.mlir_context();
-  mctx->getOrLoadDialect<mlir::shard::ShardDialect>();
-  mlir::ModuleOp module = ctx.module();
-  if (!module.lookupSymbol(kGridName)) {
-    mlir::OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    mlir::shard::GridOp::create(b, ctx.loc(), kGridName, llvm::ArrayRef<int64_t>(grid_shape(mesh)));
-  }
+  ensure_grid(ctx);
   // split_axes[i]: the grid axes splitting tensor axis i (one or none here).
   llvm::SmallVector<mlir::shard::GridAxesAttr> split;
   int last = -1;
@@ -92,8 +99,39 @@ Tensor shard(const Tensor& x, std::initializer_list<std::pair<Axis, Tag>> spec) 
     detail::fail(std::string("shard: ") + e.what());
   }
   const Mesh& mesh = ctx.options().mesh;
+  if (ctx.options().partitioning == TraceOptions::Partitioning::kManual && !mesh.single_device())
+    detail::fail("shard(" + x.shape().to_string() + "): a program traced per device (manual partitioning) "
+                 "places nothing; its collectives say how devices combine");
   if (auto err = mesh.check(s); err && !mesh.single_device()) detail::fail("shard: " + *err);
   return detail::wrap(ctx, detail::annotate_sharding(ctx, detail::value_of(x), s), s);
+}
+
+Tensor all_reduce(const Tensor& x, Tag mesh_axis, CollectiveReduction op) {
+  CompilationContext& ctx = detail::context_for("all_reduce", {&x});
+  const TraceOptions& o = ctx.options();
+  const std::string what = "all_reduce(" + x.shape().to_string() + ", '" + std::string(mesh_axis.name()) + "')";
+  if (o.partitioning != TraceOptions::Partitioning::kManual)
+    detail::fail(what + ": collectives are explicit only in a program traced per device "
+                 "(TraceOptions::partitioning = kManual); automatic partitioning inserts its own");
+  auto axis = o.mesh.find(mesh_axis);
+  if (!axis) detail::fail(what + ": " + o.mesh.to_string() + " has no axis '" + std::string(mesh_axis.name()) + "'");
+  const DType d = x.dtype();
+  if (d != DType::kF32 && d != DType::kF64 && d != DType::kI32 && d != DType::kI64)
+    detail::fail(what + ": reduces f32, f64, i32 or i64 elements");
+  if (o.mesh.size(*axis) == 1) return x;
+  detail::ensure_grid(ctx);
+  mlir::shard::ReductionKind kind = mlir::shard::ReductionKind::Sum;
+  switch (op) {
+    case CollectiveReduction::kSum: kind = mlir::shard::ReductionKind::Sum; break;
+    case CollectiveReduction::kMax: kind = mlir::shard::ReductionKind::Max; break;
+    case CollectiveReduction::kMin: kind = mlir::shard::ReductionKind::Min; break;
+    case CollectiveReduction::kProduct: kind = mlir::shard::ReductionKind::Product; break;
+  }
+  mlir::Value v = detail::value_of(x);
+  mlir::Value r = mlir::shard::AllReduceOp::create(ctx.builder(), ctx.loc(), v.getType(), detail::kGridName,
+                                                   llvm::ArrayRef<int16_t>{static_cast<int16_t>(*axis)}, v, kind)
+                      .getResult();
+  return detail::wrap(ctx, r, x.shape());
 }
 
 }  // namespace radix

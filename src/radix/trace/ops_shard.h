@@ -7,6 +7,9 @@
 // device's part and insert the collectives (an all-reduce after a product
 // whose contracting axis is split). shard() pins a value's sharding where
 // the choice matters (JAX's with_sharding_constraint).
+//
+// With TraceOptions::Partitioning::kManual the program is traced as one
+// device's part instead, and communicates through all_reduce.
 #pragma once
 
 #include <initializer_list>
@@ -23,5 +26,16 @@ namespace radix {
 // axis the mesh lacks, one mesh axis for two tensor axes, or a dim that does
 // not divide evenly fails at once (TraceError naming shape and mesh).
 Tensor shard(const Tensor& x, std::initializer_list<std::pair<Axis, Tag>> spec);
+
+// The reduction of all_reduce.
+enum class CollectiveReduction { kSum, kMax, kMin, kProduct };
+
+// Inside one device's program (TraceOptions::Partitioning::kManual): x
+// reduced element-wise over the devices along mesh axis `mesh_axis`, the
+// result on each of them (MPI_Allreduce). Same shape; f32, f64, i32 or i64.
+// A row-parallel product's partial sums become the whole product:
+//   y = all_reduce(dot(h_local, w_rows_local, "h"), "model").
+// TraceError outside manual partitioning, or for a mesh axis the mesh lacks.
+Tensor all_reduce(const Tensor& x, Tag mesh_axis, CollectiveReduction op = CollectiveReduction::kSum);
 
 }  // namespace radix

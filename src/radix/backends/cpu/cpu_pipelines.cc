@@ -134,6 +134,15 @@ bool has_grid(mlir::ModuleOp module) {
   return false;
 }
 
+bool has_annotations(mlir::ModuleOp module) {
+  bool found = false;
+  module.walk([&](mlir::shard::ShardOp) {
+    found = true;
+    return mlir::WalkResult::interrupt();
+  });
+  return found;
+}
+
 // convert-to-llvm lowers the mpi dialect for the ABI the module names.
 void set_mpi_implementation(mlir::ModuleOp module) {
   mlir::Attribute a = mlir::parseAttribute("#dlti.map<\"MPI:Implementation\" = \"OpenMPI\">", module.getContext());
@@ -213,7 +222,9 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
     std::string name = stage.name;
     Profiler::Span span("stage " + name, "compile");
     if (name == "partition" || name == "collectives") {
-      if (!partitioned) continue;
+      // A program traced per device (manual partitioning) has collectives
+      // but no annotations: nothing to partition.
+      if (!partitioned || (name == "partition" && !has_annotations(module))) continue;
       if (name == "collectives") set_mpi_implementation(module);
       RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned));
       if (name == "partition" && local) RADIX_RETURN_IF_ERROR(check_partitioned_main(module, *local));

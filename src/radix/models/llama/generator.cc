@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "radix/io/gguf.h"
 #include "radix/io/quantize.h"
 #include "radix/nn/sampler.h"
+#include "radix/runtime/distributed.h"
 
 namespace radix::models {
 
@@ -28,6 +30,42 @@ Status quantize_matrices(const Platform& platform, QuantFormat f, Llama<Buffer>&
   for (LlamaLayer<Buffer>& l : w.layers)
     for (Buffer* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) RADIX_RETURN_IF_ERROR(quantize(*m, l.scales));
   return quantize(w.output, w.output_scales);
+}
+
+// Part `index` of `parts` of a 2-D buffer along `axis` (0: rows, 1:
+// columns), as a new buffer of that part's shape.
+Result<Buffer> split_matrix(const Platform& platform, const Buffer& m, int axis, int64_t parts, int64_t index) {
+  const Shape& s = m.shape();
+  const int64_t rows = s.dim(0), cols = s.dim(1), elem = static_cast<int64_t>(dtype_size(s.dtype()));
+  std::vector<std::byte> whole(s.byte_size());
+  RADIX_RETURN_IF_ERROR(m.copy_to_host(whole));
+  const Shape part = s.with_dim(axis, s.dim(axis) / parts);
+  std::vector<std::byte> out(part.byte_size());
+  const int64_t r0 = axis == 0 ? index * part.dim(0) : 0, c0 = axis == 1 ? index * part.dim(1) : 0;
+  const size_t row_bytes = static_cast<size_t>(part.dim(1) * elem);
+  for (int64_t r = 0; r < part.dim(0); ++r)
+    std::memcpy(out.data() + static_cast<size_t>(r) * row_bytes,
+                whole.data() + static_cast<size_t>(((r0 + r) * cols + c0) * elem), row_bytes);
+  (void)rows;
+  return platform.bytes(part, out);
+}
+
+// This device's part of whole weights under tensor parallelism: its heads'
+// rows of wq / wk / wv and columns of wo, its rows of w1 / w3 and columns
+// of w2 (llama.h); norms, embeddings and the classifier stay whole.
+Status keep_tensor_parallel_part(const Platform& platform, const LlamaConfig& c, int64_t rank, Llama<Buffer>& w) {
+  const int64_t tp = c.tensor_parallel;
+  for (LlamaLayer<Buffer>& l : w.layers) {
+    for (Buffer* m : {&l.wq, &l.wk, &l.wv, &l.w1, &l.w3}) {
+      RADIX_ASSIGN_OR_RETURN(Buffer part, split_matrix(platform, *m, 0, tp, rank));
+      *m = std::move(part);
+    }
+    for (Buffer* m : {&l.wo, &l.w2}) {
+      RADIX_ASSIGN_OR_RETURN(Buffer part, split_matrix(platform, *m, 1, tp, rank));
+      *m = std::move(part);
+    }
+  }
+  return Status();
 }
 
 }  // namespace
@@ -67,11 +105,19 @@ Result<std::unique_ptr<LlamaGenerator>> LlamaGenerator::load(const Platform& pla
       if (q.weight_quant && q.validate().ok()) g->config_ = q;
     }
   }
+  if (options.tensor_parallel < 1)
+    return invalid_argument("llama: tensor_parallel must be >= 1, got " + std::to_string(options.tensor_parallel));
+  g->config_.tensor_parallel = options.tensor_parallel;
   RADIX_RETURN_IF_ERROR(g->config_.validate());
-  LlamaConfig plain = g->config_;  // what the store holds: unquantized matrices
+  if (g->config_.tensor_parallel > 1)
+    RADIX_RETURN_IF_ERROR(distributed::require_size(g->config_.tensor_parallel, "a tensor-parallel Llama"));
+  LlamaConfig plain = g->config_;  // what the store holds: whole, unquantized matrices
   plain.weight_quant.reset();
+  plain.tensor_parallel = 1;
   Llama<Shape> shapes = llama_shapes(plain);
   RADIX_ASSIGN_OR_RETURN(Llama<Buffer> w, load_weights(platform, shapes, store, lo));
+  if (g->config_.tensor_parallel > 1)
+    RADIX_RETURN_IF_ERROR(keep_tensor_parallel_part(platform, g->config_, distributed::rank(), w));
   if (g->config_.weight_quant) RADIX_RETURN_IF_ERROR(quantize_matrices(platform, *g->config_.weight_quant, w));
   g->weights_ = std::make_shared<const Llama<Buffer>>(std::move(w));
   g->load_ms_ = ms_since(t0);
@@ -112,6 +158,10 @@ Result<const LlamaGenerator::Prepared*> LlamaGenerator::step_for(int64_t s) {
   CompileFnOptions o;
   o.trace.name = options_.name + (s == 1 ? "_decode" : "_prefill" + std::to_string(s));
   o.compile = options_.compile;
+  if (config_.tensor_parallel > 1) {  // one device's program, all-reducing explicitly (llama.h)
+    o.trace.mesh = Mesh({{kTensorParallelAxis, config_.tensor_parallel}});
+    o.trace.partitioning = TraceOptions::Partitioning::kManual;
+  }
   RADIX_ASSIGN_OR_RETURN(Forward exe, compile_model(platform_, o, model, &Llama<Tensor>::forward,
                                                     Shape(DType::kI32, {1, s}), cache, Shape(DType::kI32)));
   RADIX_ASSIGN_OR_RETURN(Prepared p, exe.prepare_shared(weights_));
@@ -179,6 +229,9 @@ Result<GenerateStats> LlamaGenerator::generate(std::span<const int32_t> prompt, 
   // outside the timing).
   const int64_t n_prompt = std::min<int64_t>(static_cast<int64_t>(prompt.size()), std::max<int64_t>(steps, 1));
   RADIX_RETURN_IF_ERROR(step_for(n_prompt).status());
+  // Tensor-parallel: the ranks compile at their own pace; the first
+  // all-reduce would otherwise time the slowest compile as prefill.
+  if (config_.tensor_parallel > 1) RADIX_RETURN_IF_ERROR(distributed::barrier());
   auto t0 = Clock::now();
   RADIX_ASSIGN_OR_RETURN(Buffer logits, run_step(prompt.first(static_cast<size_t>(n_prompt))));
   st.prefill_ms = ms_since(t0);

@@ -66,6 +66,12 @@ class LlamaGenerator {
     // file's blocks), when every matrix's width is a multiple of 32.
     std::optional<QuantFormat> weight_quant;
     std::string name = "llama";  // module names: <name>_prefill<s>, <name>_decode
+    // Above 1: tensor-parallel over this many MPI processes (one device
+    // each; the job must have exactly that many, see runtime/distributed.h).
+    // Each process loads the whole store and keeps its part of the heads and
+    // the hidden axis (LlamaConfig::tensor_parallel); every process computes
+    // the same logits, samples the same tokens and returns the same text.
+    int64_t tensor_parallel = 1;
   };
 
   // Reads the configuration and weights from `store` and compiles the

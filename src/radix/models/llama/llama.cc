@@ -10,6 +10,7 @@
 #include "radix/trace/ops.h"
 #include "radix/trace/ops_activation.h"
 #include "radix/trace/ops_layout.h"
+#include "radix/trace/ops_shard.h"
 
 namespace radix::models {
 
@@ -25,10 +26,15 @@ Tensor proj(const Tensor& x, const Tensor& w, const std::vector<Tensor>& scales 
 // One decoder layer, a pure function of its arguments (the function cache
 // keys it by shapes and the plain values): x [1, s, dim] -> x, and the
 // layer's caches with this step's keys / values written (donated).
+// Under tensor parallelism (tp > 1) the layer holds n_heads of the model's
+// heads and its share of the hidden axis: wo and w2 multiply those parts
+// (row-parallel), and an all-reduce over the devices sums them.
 std::tuple<Tensor, Tensor, Tensor> layer_forward(const LlamaLayer<Tensor>& l, Tensor x, Tensor cache_k,
                                                  Tensor cache_v, Tensor pos, int64_t n_heads, int64_t n_kv_heads,
-                                                 double eps, double theta, nn::RopeLayout layout) {
-  const int64_t s = x.dim(1), dim = x.dim(2), hd = dim / n_heads;
+                                                 int64_t hd, int64_t tp, double eps, double theta,
+                                                 nn::RopeLayout layout) {
+  const int64_t s = x.dim(1);
+  auto sum_parts = [tp](const Tensor& partial) { return tp > 1 ? all_reduce(partial, kTensorParallelAxis) : partial; };
   Tensor h = nn::rms_norm(x, l.attention_norm, -1, eps);
   using L = LlamaLayer<Tensor>;
   const std::vector<Tensor>& sc = l.scales;
@@ -43,9 +49,10 @@ std::tuple<Tensor, Tensor, Tensor> layer_forward(const LlamaLayer<Tensor>& l, Te
   nn::CachedAttentionOptions ao;
   ao.layout = nn::CacheLayout::kHeadMajor;  // a decode step reads the cache in place
   nn::CachedAttention<> a = nn::cached_attention(q, k, v, cache_k, cache_v, pos, ao);
-  x = x + proj(reshape(a.out, {1, s, dim}), l.wo, sc, L::kScaleO);
+  x = x + sum_parts(proj(reshape(a.out, {1, s, n_heads * hd}), l.wo, sc, L::kScaleO));
   Tensor h2 = nn::rms_norm(x, l.ffn_norm, -1, eps);
-  x = x + proj(silu(proj(h2, l.w1, sc, L::kScale1)) * proj(h2, l.w3, sc, L::kScale3), l.w2, sc, L::kScale2);
+  x = x + sum_parts(
+              proj(silu(proj(h2, l.w1, sc, L::kScale1)) * proj(h2, l.w3, sc, L::kScale3), l.w2, sc, L::kScale2));
   return {x, a.cache_k.reuse_buffer(cache_k), a.cache_v.reuse_buffer(cache_v)};
 }
 
@@ -77,13 +84,22 @@ Status LlamaConfig::validate() const {
   if (dim % n_heads != 0 || n_heads % n_kv_heads != 0 || head_dim() % 2 != 0)
     return invalid_argument("llama config: dim must split into n_heads even-sized heads and n_heads into n_kv_heads "
                             "groups (" + to_string() + ")");
+  if (tensor_parallel < 1 || n_kv_heads % tensor_parallel != 0 || hidden_dim % tensor_parallel != 0)
+    return invalid_argument("llama config: tensor parallelism over " + std::to_string(tensor_parallel) +
+                            " devices needs n_kv_heads and hidden_dim divisible by it (" + to_string() + ")");
+  if (weight_quant && *weight_quant != QuantFormat::kInt8PerChannel && tensor_parallel > 1 &&
+      ((local_heads() * head_dim()) % 32 != 0 || local_hidden() % 32 != 0))
+    return invalid_argument("llama config: Q8_0 / Q4_0 weights split over " + std::to_string(tensor_parallel) +
+                            " devices need each device's part of wo and w2 to be a multiple of 32 wide (" +
+                            to_string() + ")");
   return Status();
 }
 
 std::string LlamaConfig::to_string() const {
   return "dim " + std::to_string(dim) + ", hidden " + std::to_string(hidden_dim) + ", " + std::to_string(n_layers) +
          " layers, " + std::to_string(n_heads) + " heads (" + std::to_string(n_kv_heads) + " kv), vocab " +
-         std::to_string(vocab_size) + ", seq " + std::to_string(seq_len);
+         std::to_string(vocab_size) + ", seq " + std::to_string(seq_len) +
+         (tensor_parallel > 1 ? ", tensor-parallel over " + std::to_string(tensor_parallel) : "");
 }
 
 Result<LlamaConfig> llama_config_from(const io::WeightStore& store) {
@@ -163,10 +179,12 @@ Llama<Shape> llama_shapes(const LlamaConfig& c) {
   for (int64_t i = 0; i < c.n_layers; ++i) {
     LlamaLayer<Shape> l;
     l.attention_norm = l.ffn_norm = Shape(c.dtype, {c.dim});
-    l.wq = l.wo = Shape(d, {c.dim, c.dim});
-    l.wk = l.wv = Shape(d, {c.kv_dim(), c.dim});
-    l.w1 = l.w3 = Shape(d, {c.hidden_dim, c.dim});
-    l.w2 = Shape(d, {c.dim, c.hidden_dim});
+    const int64_t q_rows = c.local_heads() * c.head_dim(), kv_rows = c.local_kv_heads() * c.head_dim();
+    l.wq = Shape(d, {q_rows, c.dim});
+    l.wo = Shape(d, {c.dim, q_rows});
+    l.wk = l.wv = Shape(d, {kv_rows, c.dim});
+    l.w1 = l.w3 = Shape(d, {c.local_hidden(), c.dim});
+    l.w2 = Shape(d, {c.dim, c.local_hidden()});
     if (c.weight_quant) {
       for (Shape* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) {
         l.scales.push_back(quantized_scales_shape(*c.weight_quant, w->dim(0), w->dim(1)));
@@ -180,7 +198,7 @@ Llama<Shape> llama_shapes(const LlamaConfig& c) {
 
 KvCache<Shape> kv_cache_shapes(const LlamaConfig& c) {
   KvCache<Shape> kv;
-  Shape s(c.dtype, {1, c.n_kv_heads, c.seq_len, c.head_dim()});  // head-major (nn::CacheLayout)
+  Shape s(c.dtype, {1, c.local_kv_heads(), c.seq_len, c.head_dim()});  // head-major (nn::CacheLayout)
   kv.k.assign(static_cast<size_t>(c.n_layers), s);
   kv.v.assign(static_cast<size_t>(c.n_layers), s);
   return kv;
@@ -192,8 +210,9 @@ LlamaStep<Tensor> Llama<Tensor>::forward(const Tensor& tokens, const KvCache<Ten
   Tensor x = convert(embedding(tok_embeddings, tokens), c.dtype);  // [1, s, dim]
   LlamaStep<Tensor> out;
   for (size_t i = 0; i < layers.size(); ++i) {
-    auto [y, k, v] = call("llama_layer", &layer_forward, layers[i], x, cache.k[i], cache.v[i], pos, c.n_heads,
-                          c.n_kv_heads, c.norm_eps, c.rope_theta, c.rope_layout);
+    auto [y, k, v] = call("llama_layer", &layer_forward, layers[i], x, cache.k[i], cache.v[i], pos, c.local_heads(),
+                          c.local_kv_heads(), c.head_dim(), c.tensor_parallel, c.norm_eps, c.rope_theta,
+                          c.rope_layout);
     x = y;
     out.cache.k.push_back(k);
     out.cache.v.push_back(v);

@@ -30,6 +30,9 @@
 
 namespace radix::models {
 
+// The mesh axis a tensor-parallel Llama splits over (LlamaConfig::tensor_parallel).
+inline constexpr const char* kTensorParallelAxis = "model";
+
 struct LlamaConfig {
   int64_t dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, vocab_size = 0;
   int64_t seq_len = 0;      // the longest sequence (KV cache length)
@@ -47,9 +50,21 @@ struct LlamaConfig {
   // need dim and hidden_dim multiples of 32) and widened in registers by
   // every product; embeddings stay in weight_dtype, activations in f32.
   std::optional<QuantFormat> weight_quant;
+  // Tensor parallelism (Megatron): the number of devices (MPI processes)
+  // the attention heads and the feed-forward's hidden axis are split over.
+  // Above 1, a Llama<T> holds one device's part — its heads' rows of wq /
+  // wk / wv and columns of wo, its rows of w1 / w3 and columns of w2, its
+  // heads' KV cache — and forward() is one device's program (traced with
+  // TraceOptions::Partitioning::kManual on a mesh axis named
+  // kTensorParallelAxis), all-reducing the partial sums of wo and w2.
+  int64_t tensor_parallel = 1;
 
   int64_t head_dim() const { return dim / n_heads; }
   int64_t kv_dim() const { return head_dim() * n_kv_heads; }
+  // One device's share under tensor_parallel (the whole model at 1).
+  int64_t local_heads() const { return n_heads / tensor_parallel; }
+  int64_t local_kv_heads() const { return n_kv_heads / tensor_parallel; }
+  int64_t local_hidden() const { return hidden_dim / tensor_parallel; }
   // Checks the sizes fit together (heads divide dim, kv heads divide heads, ...).
   Status validate() const;
   std::string to_string() const;  // "dim 64, hidden 172, 5 layers, 8 heads (4 kv), vocab 512, seq 512"
@@ -126,9 +141,10 @@ struct Llama {
 template <>
 LlamaStep<Tensor> Llama<Tensor>::forward(const Tensor& tokens, const KvCache<Tensor>& cache, const Tensor& pos) const;
 
-// The weight shapes of a configuration.
+// The weight shapes of a configuration (one device's part under
+// tensor_parallel, see LlamaConfig).
 Llama<Shape> llama_shapes(const LlamaConfig& config);
-// The KV cache's shapes (seq_len positions).
+// The KV cache's shapes (seq_len positions; one device's heads).
 KvCache<Shape> kv_cache_shapes(const LlamaConfig& config);
 
 }  // namespace radix::models
