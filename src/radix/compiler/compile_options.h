@@ -28,7 +28,7 @@ struct CodegenOptions {
 
 struct DiagnosticOptions {
   // Stages to write: "traced" (as emitted), any stage of the backend's
-  // pipeline (CPU: "dps", "fuse", "schedule-script", "schedule", "bufferize",
+  // pipeline (CPU: "partition", "collectives" for sharded programs, "dps", "fuse", "schedule-script", "schedule", "bufferize",
   // "math", "lower", "llvm-ir"), or "all".
   std::vector<std::string> dump;
   // Where dumps go. Empty: standard error. Otherwise every compile writes
