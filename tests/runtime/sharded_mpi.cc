@@ -140,6 +140,31 @@ TEST(Sharded, MegatronMlp) {
   expect_near_all(*all, want);
 }
 
+// The function cache's layers inside an automatically partitioned program
+// (the partition stage inlines them: the partitioner works in one function).
+Tensor sharded_layer(Tensor x, Tensor w) { return relu(dot(x, w, "d")).with_tags({"b", "d"}); }
+
+TEST(Sharded, CalledLayersArePartitioned) {
+  const Mesh mesh = line_mesh();
+  const int64_t B = 8, D = 16;
+  auto x = seeded(B * D, 0.5f), w = seeded(D * D, 1.9f);
+  const auto want = ref_linear(ref_linear(x, w, B, D, D, nullptr, true), w, B, D, D, nullptr, true);
+  Platform p = Platform::cpu();
+  const Shape xs = Shape(DType::kF32, {B, D}, {"b", "d"}).with_partition("b", "x");
+  const Shape ws(DType::kF32, {D, D}, {"d", "o"});
+  CompileFnOptions opts;
+  opts.trace.mesh = mesh;
+  auto exe = compile_fn(
+      p, opts,
+      [](Tensor a, Tensor wt) { return call("layer", &sharded_layer, call("layer", &sharded_layer, a, wt), wt); },
+      xs, ws);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  auto y = exe->call(upload_shard(p, mesh, xs, std::span<const float>(x)).value(),
+                     upload_shard(p, mesh, ws, std::span<const float>(w)).value());
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  expect_near_all(y->to_host<float>().value(), want);
+}
+
 // Resharding from one split axis to another needs an all-to-all, which
 // Radix does not lower: a compile error naming it, on every rank.
 TEST(Sharded, UnsupportedPartitioningFailsAtCompileTime) {

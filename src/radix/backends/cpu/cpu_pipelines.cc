@@ -26,8 +26,10 @@ const PipelineStage kStages[] = {
     // Only for programs traced on a mesh of several devices (a shard.grid):
     // each device's part of the program (SPMD), then its collectives as MPI
     // calls. convert-shard-to-mpi leaves memrefs next to tensors, so it runs
-    // before bufferization.
-    {"partition", "func.func(sharding-propagation,shard-partition),canonicalize,cse"},
+    // before bufferization. The partitioner works inside one function and
+    // has no model of func.call, so the function cache's calls are inlined
+    // first (in sharded programs only).
+    {"partition", "inline,symbol-dce,func.func(sharding-propagation,shard-partition),canonicalize,cse"},
     {"collectives", "radix-collectives-to-mpi,convert-shard-to-mpi,canonicalize"},
     // Calls (the function cache's private callees) are not inlined: a layer
     // called twelve times is scheduled, lowered and compiled once (cold
