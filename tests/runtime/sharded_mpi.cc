@@ -177,6 +177,12 @@ TEST(Sharded, UnsupportedPartitioningFailsAtCompileTime) {
   auto exe = compile_fn(p, opts, [](Tensor a) { return shard(a * 2.0f, {{"c", "x"}}); }, xs);
   ASSERT_FALSE(exe.ok());
   EXPECT_NE(exe.status().message().find("shard.all_to_all"), std::string::npos) << exe.status().to_string();
+  // An op without sharding rules (a loop): the error names it and the way out.
+  auto loop = compile_fn(
+      p, opts, [](Tensor a) { return for_loop(0, 3, [](Tensor, Tensor s) { return s * 2.0f; }, a); }, xs);
+  ASSERT_FALSE(loop.ok());
+  EXPECT_NE(loop.status().message().find("scf.for"), std::string::npos) << loop.status().to_string();
+  EXPECT_NE(loop.status().message().find("kManual"), std::string::npos) << loop.status().to_string();
 }
 
 // The job's size must be the mesh's: a clear error, not a hang in MPI.

@@ -228,7 +228,14 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
       // but no annotations: nothing to partition.
       if (!partitioned || (name == "partition" && !has_annotations(module))) continue;
       if (name == "collectives") set_mpi_implementation(module);
-      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned));
+      if (Status st = run_pipeline(module, stage, options, diags, partitioned); !st.ok()) {
+        if (name != "partition") return st;
+        return compile_error(
+            "sharding: MLIR's partitioner cannot split this program over its mesh (automatic partitioning "
+            "covers element-wise ops, transposes, reductions and products; loops, reshapes, slices and gathers "
+            "have no sharding rules in MLIR 22). Trace such a program per device instead "
+            "(TraceOptions::Partitioning::kManual, with all_reduce). MLIR said:\n" + st.message());
+      }
       if (name == "partition" && local) RADIX_RETURN_IF_ERROR(check_partitioned_main(module, *local));
       if (name == "collectives") RADIX_RETURN_IF_ERROR(finish_collectives(module));
     } else if (name == "schedule") {
