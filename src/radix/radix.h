@@ -16,6 +16,7 @@
 #include "radix/runtime/buffer.h"
 #include "radix/runtime/distributed.h"
 #include "radix/runtime/executable.h"
+#include "radix/runtime/ffi_registry.h"
 #include "radix/runtime/platform.h"
 #include "radix/runtime/profiler.h"
 #include "radix/runtime/sharding.h"

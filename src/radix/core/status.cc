@@ -15,6 +15,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kRuntimeError: return "RuntimeError";
     case ErrorCode::kNotFound: return "NotFound";
     case ErrorCode::kIoError: return "IoError";
+    case ErrorCode::kAlreadyExists: return "AlreadyExists";
   }
   return "Unknown";
 }

@@ -25,6 +25,7 @@ enum class ErrorCode {
   kRuntimeError,     // execution or transfer failed
   kNotFound,
   kIoError,
+  kAlreadyExists,    // a name registered twice (custom calls, host symbols)
 };
 
 const char* error_code_name(ErrorCode code);

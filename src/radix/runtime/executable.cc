@@ -1,5 +1,7 @@
 #include "radix/runtime/executable.h"
 
+#include "radix/runtime/ffi_registry.h"
+
 #include <cstdio>
 
 #include "llvm/ADT/SmallVector.h"
@@ -88,7 +90,11 @@ Result<std::vector<Buffer>> Executable::call(std::span<const Buffer* const> inpu
   for (const Buffer& b : outs) out_ptrs.push_back(b.device_ptr());
   {
     Profiler::Span span(span_name_, "execute");
+    ffi::detail::clear_run_error();
     RADIX_RETURN_IF_ERROR(exe_->execute(in_ptrs, out_ptrs));
+    // A custom call that failed: the run's results are discarded (and
+    // freed); the handler's code and message reach the caller.
+    RADIX_RETURN_IF_ERROR(ffi::detail::take_run_error());
   }
   // Moved-in Buffers not donated to a result are the caller's no more.
   for (size_t i = 0; i < inputs.size(); ++i)

@@ -1,5 +1,7 @@
 #include "radix/runtime/platform.h"
 
+#include "radix/runtime/ffi_registry.h"
+
 #include <chrono>
 #include <iterator>
 
@@ -152,5 +154,7 @@ Status Platform::check_host_data(const Shape& shape, DType host, size_t elem_siz
                             " elements, got " + std::to_string(count));
   return Status();
 }
+
+Status Platform::load_plugin(const std::string& path) const { return ffi::load_plugin(path); }
 
 }  // namespace radix

@@ -40,6 +40,10 @@ class Platform {
   // <dump_dir>/<backend>/<name>_<key>/module.mlir and the dumped stages.
   // Thread-safe: one traced module may be compiled from several threads.
   Result<Executable> compile(const TracedModule& module, const CompileOptions& options = {}) const;
+  // Loads a custom-call plugin: a shared library whose
+  // radix_ffi_plugin_init(api) registers its handlers (radix/ffi.h). The
+  // handlers serve every platform they were registered for.
+  Status load_plugin(const std::string& path) const;
   // The executable-cache key compile() would use (16 hex digits).
   Result<std::string> cache_key(const TracedModule& module, const CompileOptions& options = {}) const;
 

@@ -174,6 +174,7 @@ Tensor operator/(double a, const Tensor& b);
 // Op families in their own headers.
 #include "radix/trace/ops_activation.h"
 #include "radix/trace/ops_conv.h"
+#include "radix/trace/ops_custom_call.h"
 #include "radix/trace/ops_index.h"
 #include "radix/trace/ops_layout.h"
 #include "radix/trace/ops_math.h"

@@ -26,7 +26,7 @@ std::string read_file(const fs::path& p) {
 TEST(Pipeline, StagesAreNamedInOrder) {
   std::vector<std::string> names;
   for (const auto& s : cpu_pipeline_stages()) names.push_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"partition", "collectives", "dps", "fuse", "schedule", "bufferize", "math",
+  EXPECT_EQ(names, (std::vector<std::string>{"partition", "collectives", "custom-calls", "dps", "fuse", "schedule", "bufferize", "math",
                                              "lower"}));
   const auto& known = cpu_stage_names();
   EXPECT_NE(std::find(known.begin(), known.end(), "llvm-ir"), known.end());

@@ -34,6 +34,11 @@ std::unique_ptr<mlir::Pass> create_scalar_vector_transfers_pass();
 // pass for why not convert-shard-to-mpi's all_reduce).
 std::unique_ptr<mlir::Pass> create_collectives_to_mpi_pass();
 
+// "radix-custom-calls": custom calls (trace/ops_custom_call.h) become calls
+// into the runtime's FFI with a per-site descriptor; an unregistered target
+// is an error naming it.
+std::unique_ptr<mlir::Pass> create_custom_calls_pass();
+
 // Registers the passes above (and the shared ones) with MLIR's textual
 // pipeline parser (idempotent).
 void register_cpu_passes();

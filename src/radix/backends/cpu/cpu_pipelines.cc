@@ -31,6 +31,8 @@ const PipelineStage kStages[] = {
     // first (in sharded programs only).
     {"partition", "inline,symbol-dce,func.func(sharding-propagation,shard-partition),canonicalize,cse"},
     {"collectives", "radix-collectives-to-mpi,convert-shard-to-mpi,canonicalize"},
+    // Custom calls (FFI): calls into the runtime with each site's descriptor.
+    {"custom-calls", "radix-custom-calls"},
     // Calls (the function cache's private callees) are not inlined: a layer
     // called twelve times is scheduled, lowered and compiled once (cold
     // compile of stories110M's two executables: ~65 s inlined, ~5 s not).
@@ -84,6 +86,7 @@ void register_cpu_passes() {
     mlir::registerPass(create_scalar_vector_transfers_pass);
     mlir::registerPass(create_fuse_elementwise_pass);
     mlir::registerPass(create_collectives_to_mpi_pass);
+    mlir::registerPass(create_custom_calls_pass);
     return true;
   }();
   (void)done;
@@ -134,6 +137,15 @@ bool has_grid(mlir::ModuleOp module) {
   for (mlir::Operation& op : module.getBody()->getOperations())
     if (mlir::isa<mlir::shard::GridOp>(op)) return true;
   return false;
+}
+
+bool has_custom_calls(mlir::ModuleOp module) {
+  bool found = false;
+  module.walk([&](mlir::func::CallOp c) {
+    found = c->hasAttr("radix.custom_call.target");
+    return found ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
+  });
+  return found;
 }
 
 bool has_annotations(mlir::ModuleOp module) {
@@ -223,6 +235,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
     auto t0 = std::chrono::steady_clock::now();
     std::string name = stage.name;
     Profiler::Span span("stage " + name, "compile");
+    if (name == "custom-calls" && !has_custom_calls(module)) continue;
     if (name == "partition" || name == "collectives") {
       // A program traced per device (manual partitioning) has collectives
       // but no annotations: nothing to partition.
