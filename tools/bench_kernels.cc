@@ -649,6 +649,32 @@ void empty_call_case(const std::string& name, const BenchOptions& o, BenchTable&
   table.add(std::move(row));
 }
 
+// The cost of one custom call: a program whose only work is a custom call
+// to a handler that copies one float, against the same program with the
+// copy compiled in (the empty call above). The difference is the FFI's
+// per-call cost: the descriptor lookup, the frame on the stack, the stages.
+void empty_custom_call_case(const std::string& name, const BenchOptions& o, BenchTable& table) {
+  static const bool registered = ffi::register_handler("bench.copy1", [](RadixFfi_CallFrame* f) -> RadixFfi_Error* {
+    *static_cast<float*>(f->rets.rets[0]->data) = *static_cast<const float*>(f->args.args[0]->data) + 1.f;
+    return nullptr;
+  }).ok();
+  if (!registered) throw std::runtime_error(name + ": cannot register the handler");
+  const Shape s(DType::kF32, {1});
+  const Buffer x = unwrap(platform().buffer(s, std::vector<float>{1.f}), name + ": input");
+  auto with_ffi = compile_radix(name, 1, [](Tensor a) { return custom_call("bench.copy1", {a}, {a.shape()})[0]; }, s);
+  auto plain = compile_radix(name + " (plain)", 1, [](Tensor a) { return a + 1.0; }, s);
+  const Buffer y = unwrap(with_ffi->call(x), name + ": radix call");
+  Result<std::vector<float>> host = y.to_host<float>();
+  if (!host.ok()) throw std::runtime_error(name + ": " + host.status().to_string());
+  table.check(name, {{"radix", std::fabs(static_cast<double>((*host)[0]) - 2.0)}}, 1e-6, "|x-ref|");
+  const std::vector<Contender> cs = {{"radix", [&] { Buffer out = unwrap(with_ffi->call(x), name); }, {}},
+                                     {"no custom call", [&] { Buffer out = unwrap(plain->call(x), name); }, {}}};
+  const std::vector<double> sec = measure_interleaved(cs, o);
+  BenchRow row{name, 1, "Mcalls/s", 1e-6 / sec[0], {{"no custom call", 1e-6 / sec[1]}},
+               "custom call adds " + std::to_string(static_cast<int>((sec[0] - sec[1]) * 1e9)) + " ns"};
+  table.add(std::move(row));
+}
+
 // Runs one case, turning an exception into a failed check, so the other
 // cases still run.
 void guarded(const std::string& name, BenchTable& table, const std::function<void()>& fn) {
@@ -701,6 +727,8 @@ std::vector<KernelCase> kernel_cases(const BenchOptions& o) {
   cases.push_back({rn, [=](const BenchOptions& op, BenchTable& t) { rmsnorm_case(rn, rows, cols, op, t); }});
   // Calls per second of an empty executable (one thread: the call's own cost).
   cases.push_back({"empty call", [](const BenchOptions& op, BenchTable& t) { empty_call_case("empty call", op, t); }});
+  cases.push_back({"empty custom call",
+                   [](const BenchOptions& op, BenchTable& t) { empty_custom_call_case("empty custom call", op, t); }});
   return cases;
 }
 

@@ -6,6 +6,7 @@
 #include "radix/api/call.h"
 #include "radix/api/compile.h"
 #include "radix/api/control_flow.h"
+#include "radix/api/ffi_binding.h"
 #include "radix/api/visit.h"
 #include "radix/core/dtype.h"
 #include "radix/core/half.h"

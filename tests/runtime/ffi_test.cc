@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "radix/api/control_flow.h"
+#include "radix/api/ffi_binding.h"
 #include "test_util.h"
 
 namespace radix {
@@ -470,6 +471,51 @@ TEST(Ffi, PluginHandlersWrittenInC) {
                         must(cpu().buffer(i4, std::vector<int32_t>{1, 2, 3, 4})));
   ASSERT_FALSE(rw.ok());
   EXPECT_NE(rw.status().message().find("plugin.axpy: f32 buffers only"), std::string::npos) << rw.status().to_string();
+}
+
+// The typed C++ binding (api/ffi_binding.h) through a compiled graph: the
+// binding checks the frame the compiled code builds, and its errors name
+// the mismatch.
+TEST(Ffi, TypedBindingEndToEnd) {
+  auto h = ffi::bind()
+               .arg<ffi::Buffer<DType::kF32>>()
+               .ret<ffi::Buffer<DType::kF32>>()
+               .attr<float>("alpha")
+               .to([](ffi::Buffer<DType::kF32> x, ffi::Result<ffi::Buffer<DType::kF32>> y, float alpha) {
+                 for (int64_t i = 0; i < x.count(); ++i) (*y)[i] = alpha * x[i] + 0.5f;
+                 return ffi::Error::success();
+               });
+  ASSERT_TRUE(ffi::register_handler("test.typed_scale", h).ok());
+  auto exe = compile_fn(cpu(), [](Tensor x) {
+    return custom_call("test.typed_scale", {x}, {x.shape()}, {.attrs = {{"alpha", 4.0f}}})[0];
+  }, kF4);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  EXPECT_EQ(run1(exe, {1, 2, 3, 4}, kF4), (std::vector<float>{4.5f, 8.5f, 12.5f, 16.5f}));
+  // Wrong dtype: an i32 operand.
+  const Shape i4(DType::kI32, {4});
+  auto wrong_dtype = compile_fn(cpu(), [](Tensor x) {
+    return custom_call("test.typed_scale", {x}, {Shape(DType::kF32, {4})}, {.attrs = {{"alpha", 4.0f}}})[0];
+  }, i4);
+  ASSERT_TRUE(wrong_dtype.ok());
+  auto r1 = wrong_dtype->call(must(cpu().buffer(i4, std::vector<int32_t>{1, 2, 3, 4})));
+  ASSERT_FALSE(r1.ok());
+  EXPECT_NE(r1.status().message().find("argument 0: expected f32, got i32"), std::string::npos) << r1.status().to_string();
+  // Wrong arity: two operands.
+  auto wrong_arity = compile_fn(cpu(), [](Tensor x) {
+    return custom_call("test.typed_scale", {x, x}, {x.shape()}, {.attrs = {{"alpha", 4.0f}}})[0];
+  }, kF4);
+  ASSERT_TRUE(wrong_arity.ok());
+  auto r2 = wrong_arity->call(must(cpu().buffer(kF4, std::vector<float>{1, 2, 3, 4})));
+  ASSERT_FALSE(r2.ok());
+  EXPECT_NE(r2.status().message().find("expects 1 argument, got 2"), std::string::npos) << r2.status().to_string();
+  // A wrongly typed attribute.
+  auto wrong_attr = compile_fn(cpu(), [](Tensor x) {
+    return custom_call("test.typed_scale", {x}, {x.shape()}, {.attrs = {{"alpha", int32_t{4}}}})[0];
+  }, kF4);
+  ASSERT_TRUE(wrong_attr.ok());
+  auto r3 = wrong_attr->call(must(cpu().buffer(kF4, std::vector<float>{1, 2, 3, 4})));
+  ASSERT_FALSE(r3.ok());
+  EXPECT_NE(r3.status().message().find("attribute 'alpha'"), std::string::npos) << r3.status().to_string();
 }
 
 TEST(Ffi, DeviceMemoryFromTheContext) {

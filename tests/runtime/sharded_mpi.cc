@@ -245,6 +245,35 @@ TEST(Sharded, ManualAllReduce) {
   EXPECT_EQ(m->to_host<int32_t>().value(), (std::vector<int32_t>{n - 1, 0}));
 }
 
+// A custom call inside one device's program: each rank's handler squares
+// its shard, then the shards' sums are all-reduced.
+TEST(Sharded, CustomCallInsideASplitProgram) {
+  static const bool registered = ffi::register_handler("sharded.square", [](RadixFfi_CallFrame* f) -> RadixFfi_Error* {
+    const float* x = static_cast<const float*>(f->args.args[0]->data);
+    float* y = static_cast<float*>(f->rets.rets[0]->data);
+    for (int64_t i = 0; i < radix_ffi_buffer_count(f->args.args[0]); ++i) y[i] = x[i] * x[i];
+    return nullptr;
+  }).ok();
+  ASSERT_TRUE(registered);
+  const int n = distributed::size(), r = distributed::rank();
+  Platform p = Platform::cpu();
+  CompileFnOptions opts;
+  opts.trace.mesh = Mesh({{"model", n}});
+  opts.trace.partitioning = TraceOptions::Partitioning::kManual;
+  const Shape s(DType::kF32, {3});
+  auto exe = compile_fn(p, opts, [](Tensor a) {
+    return all_reduce(custom_call("sharded.square", {a}, {a.shape()})[0], "model");
+  }, s);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  // Rank k holds {k, k + 1, k + 2}; the sum of squares over ranks, per slot.
+  auto y = exe->call(p.buffer(s, std::vector<float>{float(r), float(r + 1), float(r + 2)}).value());
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  std::vector<float> want(3, 0.f);
+  for (int k = 0; k < n; ++k)
+    for (int i = 0; i < 3; ++i) want[static_cast<size_t>(i)] += float((k + i) * (k + i));
+  expect_near_all(y->to_host<float>().value(), want);
+}
+
 TEST(Sharded, AllReduceOnlyInManualPrograms) {
   Platform p = Platform::cpu();
   CompileFnOptions opts;
