@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "radix/core/half.h"
+#include "radix/api/ffi_binding.h"
 #include "radix/runtime/ffi_registry.h"
 #include "radix/trace/mlir_bridge.h"
 
@@ -18,25 +19,7 @@ namespace radix {
 
 namespace {
 
-// The FFI data type of a Radix dtype (radix/ffi.h).
-int32_t ffi_dtype(DType d) {
-  switch (d) {
-    case DType::kBool: return RADIX_FFI_DATA_TYPE_PRED;
-    case DType::kI8: return RADIX_FFI_DATA_TYPE_S8;
-    case DType::kI16: return RADIX_FFI_DATA_TYPE_S16;
-    case DType::kI32: return RADIX_FFI_DATA_TYPE_S32;
-    case DType::kI64: return RADIX_FFI_DATA_TYPE_S64;
-    case DType::kU8: return RADIX_FFI_DATA_TYPE_U8;
-    case DType::kU16: return RADIX_FFI_DATA_TYPE_U16;
-    case DType::kU32: return RADIX_FFI_DATA_TYPE_U32;
-    case DType::kU64: return RADIX_FFI_DATA_TYPE_U64;
-    case DType::kF16: return RADIX_FFI_DATA_TYPE_F16;
-    case DType::kBF16: return RADIX_FFI_DATA_TYPE_BF16;
-    case DType::kF32: return RADIX_FFI_DATA_TYPE_F32;
-    case DType::kF64: return RADIX_FFI_DATA_TYPE_F64;
-  }
-  return RADIX_FFI_DATA_TYPE_INVALID;
-}
+int32_t ffi_dtype(DType d) { return ffi::to_ffi_dtype(d); }
 
 mlir::Attribute to_mlir(mlir::Builder& b, const CustomCallAttr& a, const std::string& where);
 
@@ -133,11 +116,7 @@ std::map<int64_t, std::shared_ptr<HostCallback>>& callbacks() {
 }
 std::atomic<int64_t> g_next_callback{1};
 
-DType dtype_of_ffi(RadixFfi_DataType d) {
-  for (DType t : kAllDTypes)
-    if (ffi_dtype(t) == d) return t;
-  return DType::kF32;
-}
+DType dtype_of_ffi(RadixFfi_DataType d) { return ffi::from_ffi_dtype(d).value_or(DType::kU8); }
 
 RadixFfi_Error* host_callback_handler(RadixFfi_CallFrame* f) {
   if (f->extension_start) return radix_ffi_report_metadata(f, 0);
