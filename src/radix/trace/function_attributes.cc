@@ -55,6 +55,14 @@ void write_output_memory_kinds(mlir::func::FuncOp fn, std::span<const MemoryKind
   }
 }
 
+namespace {
+// Appends "v" to a comma-separated list whose element `index` it is.
+void append_number(std::string& s, int64_t index, int64_t v) {
+  if (index) s += ',';
+  s += std::to_string(v);
+}
+}  // namespace
+
 std::string sharding_representation(const Shape& shape, const Mesh& mesh) {
   const int64_t n = mesh.num_devices();
   if (!shape.partitioned() || n == 1) return "{replicated}";
@@ -71,11 +79,11 @@ std::string sharding_representation(const Shape& shape, const Mesh& mesh) {
       used.push_back(*a);
     }
     tiles *= t;
-    s += (i ? "," : "") + std::to_string(t);
+    append_number(s, i, t);
   }
   // Mesh axes that split nothing replicate the tiles: one more tile dim.
   const bool replicate = !repeated && tiles < n;
-  if (replicate) s += "," + std::to_string(n / tiles);
+  if (replicate) append_number(s, 1, n / tiles);
   s += "]<=[";
   // Devices: the mesh's iota, its axes transposed to the tile dims' order.
   std::vector<int> perm = used;
@@ -86,9 +94,9 @@ std::string sharding_representation(const Shape& shape, const Mesh& mesh) {
   if (repeated || identity) {
     s += std::to_string(n) + "]";
   } else {
-    for (int a = 0; a < mesh.rank(); ++a) s += (a ? "," : "") + std::to_string(mesh.size(a));
+    for (int a = 0; a < mesh.rank(); ++a) append_number(s, a, mesh.size(a));
     s += "]T(";
-    for (size_t i = 0; i < perm.size(); ++i) s += (i ? "," : "") + std::to_string(perm[i]);
+    for (size_t i = 0; i < perm.size(); ++i) append_number(s, static_cast<int64_t>(i), perm[i]);
     s += ")";
   }
   return s + (replicate ? " last_tile_dim_replicate}" : "}");
