@@ -270,8 +270,8 @@ struct RadixFfi_Api {
   RadixFfi_Error* (*device_memory_free)(RadixFfi_ExecutionContext* ctx, void* data, size_t size);
   /* The device stream; NULL on the CPU. */
   RadixFfi_Error* (*context_stream)(RadixFfi_ExecutionContext* ctx, void** out);
-  /* Per call site state: set at INSTANTIATE (freed with `destroy`, may be
-   * NULL, when the executable goes away), read at later stages. */
+  /* Per call site state: set at INSTANTIATE, read at later stages; freed
+   * with `destroy` (may be NULL) when the executable goes away. */
   RadixFfi_Error* (*state_set)(RadixFfi_ExecutionContext* ctx, void* state, void (*destroy)(void*));
   RadixFfi_Error* (*state_get)(RadixFfi_ExecutionContext* ctx, void** out);
 };

@@ -309,12 +309,17 @@ struct StageCounts {
   std::atomic<int> instantiate{0}, prepare{0}, initialize{0}, execute{0};
 };
 StageCounts g_stages;
+std::atomic<int> g_states_alive{0};
 
 TEST(Ffi, StagesRunInOrderWithPerSiteState) {
   ffi::CppBundle b;
   b.instantiate = [](RadixFfi_CallFrame* f) -> RadixFfi_Error* {
     ++g_stages.instantiate;
-    return f->api->state_set(f->ctx, new float(100.0f), [](void* p) { delete static_cast<float*>(p); });
+    ++g_states_alive;
+    return f->api->state_set(f->ctx, new float(100.0f), [](void* p) {
+      --g_states_alive;
+      delete static_cast<float*>(p);
+    });
   };
   b.prepare = [](RadixFfi_CallFrame*) -> RadixFfi_Error* {
     ++g_stages.prepare;
@@ -336,13 +341,18 @@ TEST(Ffi, StagesRunInOrderWithPerSiteState) {
     return nullptr;
   };
   ASSERT_TRUE(ffi::register_handler("test.stages", "cpu", b).ok());
-  auto exe = compile_fn(cpu(), [](Tensor x) { return custom_call("test.stages", {x}, {x.shape()})[0]; }, kF4);
-  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(run1(exe, {1, 2, 3, 4}, kF4), (std::vector<float>{101, 102, 103, 104}));
-  EXPECT_EQ(g_stages.instantiate.load(), 1);
-  EXPECT_EQ(g_stages.prepare.load(), 3);
-  EXPECT_EQ(g_stages.initialize.load(), 3);
-  EXPECT_EQ(g_stages.execute.load(), 3);
+  {
+    auto exe = compile_fn(cpu(), [](Tensor x) { return custom_call("test.stages", {x}, {x.shape()})[0]; }, kF4);
+    ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(run1(exe, {1, 2, 3, 4}, kF4), (std::vector<float>{101, 102, 103, 104}));
+    EXPECT_EQ(g_stages.instantiate.load(), 1);
+    EXPECT_EQ(g_stages.prepare.load(), 3);
+    EXPECT_EQ(g_stages.initialize.load(), 3);
+    EXPECT_EQ(g_stages.execute.load(), 3);
+    EXPECT_EQ(g_states_alive.load(), 1);
+  }
+  // The executable gone, its site's state is destroyed.
+  EXPECT_EQ(g_states_alive.load(), 0);
 }
 
 // A handler built against another major API version is refused.

@@ -623,6 +623,18 @@ Status take_run_error() {
   return st;
 }
 void clear_run_error() { t_run_error = Status(); }
+
+void forget_sites(const std::vector<const void*>& descriptors) {
+  std::vector<std::unique_ptr<Site>> dropped;  // destroyed outside the lock
+  {
+    std::lock_guard<std::mutex> lock(g_sites_mu);
+    for (const void* d : descriptors)
+      if (auto it = sites().find(static_cast<const char*>(d)); it != sites().end()) {
+        dropped.push_back(std::move(it->second));
+        sites().erase(it);
+      }
+  }
+}
 }  // namespace detail
 
 }  // namespace radix::ffi

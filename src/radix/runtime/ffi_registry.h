@@ -78,6 +78,9 @@ namespace detail {
 // (cleared) by Executable::call after the run; OK if none.
 Status take_run_error();
 void clear_run_error();
+// Drops the parsed call sites at these descriptor addresses (their handler
+// state destroyed): the executable holding them is going away.
+void forget_sites(const std::vector<const void*>& descriptors);
 }  // namespace detail
 
 }  // namespace radix::ffi

@@ -22,6 +22,8 @@
 namespace radix::ffi::detail {
 
 inline constexpr uint32_t kSiteFormatVersion = 1;
+// The descriptors' symbol names in an object: this prefix and the site's number.
+inline constexpr const char* kSiteSymbolPrefix = "__radix_ffi_site_";
 
 // Appends the format's primitives.
 struct SiteWriter {

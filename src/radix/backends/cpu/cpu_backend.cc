@@ -34,6 +34,8 @@
 #include "radix/trace/traced_module.h"
 #include "radix/trace/sharding_emitter.h"
 #include "radix/runtime/distributed.h"
+#include "radix/runtime/ffi_registry.h"
+#include "radix/runtime/ffi_site.h"
 
 namespace radix {
 
@@ -127,6 +129,11 @@ class CpuExecutable : public BackendExecutable {
                 CompileStats compile_stats, int threads)
       : object_(std::move(object)), loaded_(std::move(loaded)), entry_(entry), layout_(sig), threads_(threads) {
     stats = compile_stats;
+    ffi_sites_ = loaded_->symbols_with_prefix(ffi::detail::kSiteSymbolPrefix);
+  }
+  // Its custom-call sites (and their handlers' state) go with the code.
+  ~CpuExecutable() override {
+    if (!ffi_sites_.empty()) ffi::detail::forget_sites(ffi_sites_);
   }
 
   Status execute(std::span<void* const> inputs, std::span<void* const> outputs) override {
@@ -159,6 +166,7 @@ class CpuExecutable : public BackendExecutable {
   void (*entry_)(void**);
   DescriptorLayout layout_;
   int threads_;
+  std::vector<const void*> ffi_sites_;  // custom-call descriptors in the object
 };
 
 // Loads a native object with every registered host symbol and finds @main.

@@ -171,7 +171,7 @@ struct CustomCallsPass : public mlir::PassWrapper<CustomCallsPass, mlir::Operati
     desc.pod(static_cast<uint32_t>(body.out.size()));
     desc.out += body.out;
 
-    const std::string gname = "__radix_ffi_site_" + std::to_string(site);
+    const std::string gname = std::string(ffi::detail::kSiteSymbolPrefix) + std::to_string(site);
     auto gtype = mlir::MemRefType::get({static_cast<int64_t>(desc.out.size())}, b.getI8Type());
     {
       mlir::OpBuilder::InsertionGuard g(b);
@@ -179,7 +179,9 @@ struct CustomCallsPass : public mlir::PassWrapper<CustomCallsPass, mlir::Operati
       auto tensor_t = mlir::RankedTensorType::get(gtype.getShape(), b.getI8Type());
       auto init = mlir::DenseElementsAttr::get(
           tensor_t, llvm::ArrayRef<int8_t>(reinterpret_cast<const int8_t*>(desc.out.data()), desc.out.size()));
-      mlir::memref::GlobalOp::create(b, loc, gname, b.getStringAttr("private"), gtype, init, /*constant=*/true,
+      // Public: the loaded object lists it, so the runtime can drop the
+      // site (and its handler state) when the executable goes away.
+      mlir::memref::GlobalOp::create(b, loc, gname, b.getStringAttr("public"), gtype, init, /*constant=*/true,
                                      b.getI64IntegerAttr(8));
     }
     // Address arrays at the entry of the enclosing function.

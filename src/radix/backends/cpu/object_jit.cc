@@ -273,6 +273,16 @@ struct LoadedObject::Impl {
 
 LoadedObject::LoadedObject(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
+std::vector<const void*> LoadedObject::symbols_with_prefix(std::string_view prefix) const {
+  std::vector<const void*> out;
+  for (const auto& [name, sym] : impl_->symbols) {
+    const llvm::StringRef n = *name;  // ELF: no leading underscore added
+    if (n.starts_with(llvm::StringRef(prefix.data(), prefix.size())))
+      out.push_back(sym.getAddress().toPtr<const void*>());
+  }
+  return out;
+}
+
 LoadedObject::~LoadedObject() {
   if (g_exiting.load()) {
     (void)impl_->jit.release();  // the process is exiting: let the OS reclaim it

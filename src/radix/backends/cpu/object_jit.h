@@ -71,6 +71,9 @@ class LoadedObject {
   // naming it. Safe to call from any thread.
   Result<void (*)(void**)> packed_entry(std::string_view function_name) const;
 
+  // The addresses of the object's symbols whose names start with `prefix`.
+  std::vector<const void*> symbols_with_prefix(std::string_view prefix) const;
+
   // Runs the static destructors and frees the code (leaked instead when the
   // process is already exiting).
   ~LoadedObject();
