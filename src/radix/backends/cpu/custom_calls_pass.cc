@@ -5,8 +5,9 @@
 //    runtime/ffi_site.h) is a constant global in the object, so a cached
 //    executable carries it;
 //  * operands are read in place (bufferization.to_buffer, read only);
-//    results are fresh buffers the handler fills (an aliased result starts
-//    as a copy of its operand and is passed as both);
+//    results are fresh buffers the handler fills; an aliased result is its
+//    operand's buffer, passed as both (bufferization copies the operand
+//    first only when its value is still needed);
 //  * the two address arrays live on the stack of the calling function
 //    (allocated once at its entry, so calls in loops reuse them).
 // A target no handler is registered for on the CPU is an error naming it.
@@ -208,13 +209,13 @@ struct CustomCallsPass : public mlir::PassWrapper<CustomCallsPass, mlir::Operati
       mlir::Value operand = c.getOperand(static_cast<unsigned>(i));
       auto t = mlir::cast<mlir::RankedTensorType>(operand.getType());
       auto m_t = mlir::MemRefType::get(t.getShape(), t.getElementType());
-      mlir::Value buf = mlir::bufferization::ToBufferOp::create(b, loc, m_t, operand, /*read_only=*/true);
-      if (auto it = alias_of_operand.find(static_cast<unsigned>(i)); it != alias_of_operand.end()) {
-        mlir::Value copy = mlir::memref::AllocOp::create(b, loc, m_t);
-        mlir::memref::CopyOp::create(b, loc, buf, copy);
-        out_bufs[it->second] = copy;
-        buf = copy;
-      }
+      auto alias = alias_of_operand.find(static_cast<unsigned>(i));
+      // An aliased operand's buffer is written: bufferization copies it
+      // first only if the traced value is still read afterwards (or is an
+      // argument the caller lent), so a last use is updated in place.
+      const bool writes = alias != alias_of_operand.end();
+      mlir::Value buf = mlir::bufferization::ToBufferOp::create(b, loc, m_t, operand, /*read_only=*/!writes);
+      if (writes) out_bufs[alias->second] = buf;
       store(in_arr, i, address(buf));
     }
     for (int64_t o = 0; o < n_out; ++o) {
