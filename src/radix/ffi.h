@@ -357,6 +357,29 @@ RADIX_FFI_DEFINE_SCALAR_GETTER(f32, float, RADIX_FFI_DATA_TYPE_F32)
 RADIX_FFI_DEFINE_SCALAR_GETTER(f64, double, RADIX_FFI_DATA_TYPE_F64)
 #undef RADIX_FFI_DEFINE_SCALAR_GETTER
 
+/* Bytes per element of a data type (0 for token and unknown values). */
+static inline size_t radix_ffi_dtype_size(RadixFfi_DataType t) {
+  switch (t) {
+    case RADIX_FFI_DATA_TYPE_PRED: case RADIX_FFI_DATA_TYPE_S8: case RADIX_FFI_DATA_TYPE_U8:
+    case RADIX_FFI_DATA_TYPE_F8E5M2: case RADIX_FFI_DATA_TYPE_F8E4M3FN: case RADIX_FFI_DATA_TYPE_F8E4M3B11FNUZ:
+    case RADIX_FFI_DATA_TYPE_F8E5M2FNUZ: case RADIX_FFI_DATA_TYPE_F8E4M3FNUZ: case RADIX_FFI_DATA_TYPE_F8E4M3:
+    case RADIX_FFI_DATA_TYPE_F8E3M4:
+      return 1;
+    case RADIX_FFI_DATA_TYPE_S16: case RADIX_FFI_DATA_TYPE_U16: case RADIX_FFI_DATA_TYPE_F16:
+    case RADIX_FFI_DATA_TYPE_BF16:
+      return 2;
+    case RADIX_FFI_DATA_TYPE_S32: case RADIX_FFI_DATA_TYPE_U32: case RADIX_FFI_DATA_TYPE_F32:
+      return 4;
+    case RADIX_FFI_DATA_TYPE_S64: case RADIX_FFI_DATA_TYPE_U64: case RADIX_FFI_DATA_TYPE_F64:
+    case RADIX_FFI_DATA_TYPE_C64:
+      return 8;
+    case RADIX_FFI_DATA_TYPE_C128:
+      return 16;
+    default:
+      return 0;
+  }
+}
+
 /* Element count of a buffer. */
 static inline int64_t radix_ffi_buffer_count(const RadixFfi_Buffer* b) {
   int64_t n = 1;

@@ -96,19 +96,8 @@ constexpr std::string_view ffi_dtype_name(RadixFfi_DataType t) {
   return i < std::size(k) && !k[i].empty() ? k[i] : "invalid";
 }
 
-// Bytes per element (0 for token and invalid).
-constexpr size_t ffi_dtype_size(RadixFfi_DataType t) {
-  switch (t) {
-    case RADIX_FFI_DATA_TYPE_INVALID: case RADIX_FFI_DATA_TYPE_TOKEN: return 0;
-    case RADIX_FFI_DATA_TYPE_S16: case RADIX_FFI_DATA_TYPE_U16:
-    case RADIX_FFI_DATA_TYPE_F16: case RADIX_FFI_DATA_TYPE_BF16: return 2;
-    case RADIX_FFI_DATA_TYPE_S32: case RADIX_FFI_DATA_TYPE_U32: case RADIX_FFI_DATA_TYPE_F32: return 4;
-    case RADIX_FFI_DATA_TYPE_S64: case RADIX_FFI_DATA_TYPE_U64:
-    case RADIX_FFI_DATA_TYPE_F64: case RADIX_FFI_DATA_TYPE_C64: return 8;
-    case RADIX_FFI_DATA_TYPE_C128: return 16;
-    default: return 1;  // pred, s8, u8, the f8 types
-  }
-}
+// Bytes per element (0 for token and invalid): radix/ffi.h's table.
+inline size_t ffi_dtype_size(RadixFfi_DataType t) { return radix_ffi_dtype_size(t); }
 
 // Host element type of a dtype, in DType order (f16 / bf16: raw bits, see core/half.h).
 template <DType D>

@@ -5,12 +5,12 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "radix/runtime/host_symbols.h"
 
@@ -32,26 +32,29 @@ Status mpi_error(const char* what, int code) {
   return runtime_error(std::string("MPI: ") + what + " failed: " + std::string(text, static_cast<size_t>(len)));
 }
 
-// The communicator of the ranks that share every coordinate outside
-// `axes_mask` on a grid of `dims` (row-major: rank = multi-index), ordered by
-// their coordinates along the masked axes. Split once per (grid, axes).
-MPI_Comm group_comm(const std::vector<int64_t>& dims, int64_t axes_mask) {
-  static std::map<std::pair<std::vector<int64_t>, int64_t>, MPI_Comm>* comms =
-      new std::map<std::pair<std::vector<int64_t>, int64_t>, MPI_Comm>();
+// A grid of up to 4 axes (unused ones 1) and a mask of some of its axes.
+using GroupKey = std::array<int64_t, 5>;  // d0, d1, d2, d3, axes_mask
+
+// The communicator of the ranks that share every coordinate outside the
+// masked axes on the grid (row-major: rank = multi-index), ordered by their
+// coordinates along the masked axes. Split once per key (the compiled
+// collectives call this on every run: no allocation once split).
+MPI_Comm group_comm(const GroupKey& key) {
+  static auto* comms = new std::map<GroupKey, MPI_Comm>();
   std::lock_guard<std::mutex> lock(g_mu);
-  auto key = std::make_pair(dims, axes_mask);
   if (auto it = comms->find(key); it != comms->end()) return it->second;
   int r = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  const int64_t mask = key[4];
   int64_t color = 0, order = 0, rest = r;
-  std::vector<int64_t> coord(dims.size());
-  for (size_t i = dims.size(); i-- > 0;) {
-    coord[i] = rest % dims[i];
-    rest /= dims[i];
+  std::array<int64_t, 4> coord{};
+  for (size_t i = 4; i-- > 0;) {
+    coord[i] = rest % key[i];
+    rest /= key[i];
   }
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if ((axes_mask >> i) & 1) order = order * dims[i] + coord[i];
-    else color = color * dims[i] + coord[i];
+  for (size_t i = 0; i < 4; ++i) {
+    if ((mask >> i) & 1) order = order * key[i] + coord[i];
+    else color = color * key[i] + coord[i];
   }
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(color), static_cast<int>(order), &comm);
@@ -66,8 +69,7 @@ MPI_Comm group_comm(const std::vector<int64_t>& dims, int64_t axes_mask) {
 // concatenated in group order into `recv`.
 extern "C" void radix_mpi_all_gather(int64_t send, int64_t recv, int64_t bytes, int64_t d0, int64_t d1, int64_t d2,
                                      int64_t d3, int64_t axes_mask) {
-  std::vector<int64_t> dims = {d0, d1, d2, d3};
-  MPI_Comm comm = group_comm(dims, axes_mask);
+  MPI_Comm comm = group_comm({d0, d1, d2, d3, axes_mask});
   MPI_Allgather(reinterpret_cast<const void*>(send), static_cast<int>(bytes), MPI_BYTE, reinterpret_cast<void*>(recv),
                 static_cast<int>(bytes), MPI_BYTE, comm);
 }
@@ -77,8 +79,7 @@ extern "C" void radix_mpi_all_gather(int64_t send, int64_t recv, int64_t bytes, 
 // grid axes in `axes_mask`, into `recv`, on every rank of the group.
 extern "C" void radix_mpi_all_reduce(int64_t send, int64_t recv, int64_t count, int64_t type, int64_t op, int64_t d0,
                                      int64_t d1, int64_t d2, int64_t d3, int64_t axes_mask) {
-  std::vector<int64_t> dims = {d0, d1, d2, d3};
-  MPI_Comm comm = group_comm(dims, axes_mask);
+  MPI_Comm comm = group_comm({d0, d1, d2, d3, axes_mask});
   MPI_Datatype t = MPI_FLOAT;
   switch (static_cast<MpiType>(type)) {
     case MpiType::kF32: t = MPI_FLOAT; break;

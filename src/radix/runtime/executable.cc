@@ -1,11 +1,10 @@
 #include "radix/runtime/executable.h"
 
-#include "radix/runtime/ffi_registry.h"
-
 #include <cstdio>
 
 #include "llvm/ADT/SmallVector.h"
 
+#include "radix/runtime/ffi_registry.h"
 #include "radix/runtime/profiler.h"
 
 namespace radix {

@@ -31,29 +31,6 @@ struct RadixFfi_Future {
 
 namespace radix::ffi {
 
-namespace detail {
-size_t ffi_dtype_size(uint32_t dtype) {
-  switch (static_cast<RadixFfi_DataType>(dtype)) {
-    case RADIX_FFI_DATA_TYPE_PRED: case RADIX_FFI_DATA_TYPE_S8: case RADIX_FFI_DATA_TYPE_U8:
-    case RADIX_FFI_DATA_TYPE_F8E5M2: case RADIX_FFI_DATA_TYPE_F8E4M3FN: case RADIX_FFI_DATA_TYPE_F8E4M3B11FNUZ:
-    case RADIX_FFI_DATA_TYPE_F8E5M2FNUZ: case RADIX_FFI_DATA_TYPE_F8E4M3FNUZ: case RADIX_FFI_DATA_TYPE_F8E4M3:
-    case RADIX_FFI_DATA_TYPE_F8E3M4:
-      return 1;
-    case RADIX_FFI_DATA_TYPE_S16: case RADIX_FFI_DATA_TYPE_U16: case RADIX_FFI_DATA_TYPE_F16:
-    case RADIX_FFI_DATA_TYPE_BF16:
-      return 2;
-    case RADIX_FFI_DATA_TYPE_S32: case RADIX_FFI_DATA_TYPE_U32: case RADIX_FFI_DATA_TYPE_F32:
-      return 4;
-    case RADIX_FFI_DATA_TYPE_S64: case RADIX_FFI_DATA_TYPE_U64: case RADIX_FFI_DATA_TYPE_F64:
-    case RADIX_FFI_DATA_TYPE_C64:
-      return 8;
-    case RADIX_FFI_DATA_TYPE_C128:
-      return 16;
-    default:
-      return 0;
-  }
-}
-}  // namespace detail
 
 namespace {
 
@@ -359,7 +336,7 @@ bool parse_dict(SiteReader& r, Site& s, ParsedAttrs& out, int depth) {
       case RADIX_FFI_ATTR_ARRAY: {
         const uint32_t dt = r.pod<uint32_t>();
         const uint64_t count = r.pod<uint64_t>();
-        const size_t esize = detail::ffi_dtype_size(dt);
+        const size_t esize = radix_ffi_dtype_size(static_cast<RadixFfi_DataType>(dt));
         if (!r.ok || !esize || count > (uint64_t{1} << 32) || static_cast<uint64_t>(r.end - r.p) < count * esize)
           return false;
         s.strings.emplace_back(r.p, count * esize);
@@ -418,7 +395,9 @@ std::unique_ptr<Site> parse_site(const char* desc, Status* err) {
     }
     return r.ok;
   };
-  if (!buffers(s->arg_dtypes, s->arg_dims) || !buffers(s->ret_dtypes, s->ret_dims))
+  // radix_ffi_call holds every operand and result in one stack array.
+  if (!buffers(s->arg_dtypes, s->arg_dims) || !buffers(s->ret_dtypes, s->ret_dims) ||
+      s->arg_dtypes.size() + s->ret_dtypes.size() > static_cast<size_t>(kMaxBuffers))
     return fail("corrupt call-site descriptor for '" + s->target + "' (buffers)");
   s->dicts.emplace_back();
   if (!parse_dict(r, *s, s->dicts.front(), 0))
@@ -492,7 +471,7 @@ extern "C" void radix_ffi_call(int64_t desc, int64_t args, int64_t rets) {
                static_cast<int64_t>(site->arg_dims[i].size()), site->arg_dims[i].data()};
     arg_list[i] = &bufs[i];
   }
-  for (size_t i = 0; i < nr && na + i < kMaxBuffers; ++i) {
+  for (size_t i = 0; i < nr; ++i) {
     bufs[na + i] = {sizeof(RadixFfi_Buffer), nullptr, static_cast<RadixFfi_DataType>(site->ret_dtypes[i]),
                     ret_ptrs[i], static_cast<int64_t>(site->ret_dims[i].size()), site->ret_dims[i].data()};
     ret_list[i] = &bufs[na + i];
@@ -590,9 +569,7 @@ RadixFfi_TypeId type_id(const std::string& name) {
   return it->second;
 }
 
-UserDataScope::UserDataScope(RadixFfi_TypeId id, void* data) : id_(id), prev_(nullptr), had_prev_(false) {
-  t_user_data.emplace_back(id, data);
-}
+UserDataScope::UserDataScope(RadixFfi_TypeId id, void* data) { t_user_data.emplace_back(id, data); }
 UserDataScope::~UserDataScope() { t_user_data.pop_back(); }
 
 Status load_plugin(const std::string& path) {

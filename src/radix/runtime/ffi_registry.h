@@ -57,11 +57,6 @@ class UserDataScope {
   ~UserDataScope();
   UserDataScope(const UserDataScope&) = delete;
   UserDataScope& operator=(const UserDataScope&) = delete;
-
- private:
-  RadixFfi_TypeId id_;
-  void* prev_;
-  bool had_prev_;
 };
 
 // Loads a shared library and calls its radix_ffi_plugin_init(api), which

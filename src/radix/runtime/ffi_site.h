@@ -63,7 +63,4 @@ inline uint64_t site_hash(std::string_view body) {
   return h;
 }
 
-// Bytes per element of a RadixFfi_DataType (0 if unknown / token).
-size_t ffi_dtype_size(uint32_t dtype);
-
 }  // namespace radix::ffi::detail

@@ -19,8 +19,6 @@ namespace radix {
 
 namespace {
 
-int32_t ffi_dtype(DType d) { return ffi::to_ffi_dtype(d); }
-
 mlir::Attribute to_mlir(mlir::Builder& b, const CustomCallAttr& a, const std::string& where);
 
 mlir::DictionaryAttr to_mlir_dict(mlir::Builder& b, const CustomCallAttrs& attrs, const std::string& where) {
@@ -163,11 +161,9 @@ RadixFfi_Error* host_callback_handler(RadixFfi_CallFrame* f) {
 
 std::vector<Tensor> custom_call(const std::string& target, const std::vector<Tensor>& inputs,
                                 const std::vector<Shape>& outputs, const CustomCallOptions& options) {
-  std::vector<const Tensor*> ptrs;
-  for (const Tensor& t : inputs) ptrs.push_back(&t);
   const std::string where = "custom_call('" + target + "')";
   CompilationContext& ctx = CompilationContext::require_current("custom_call");
-  for (const Tensor* t : ptrs) (void)detail::context_for("custom_call", {t});
+  for (const Tensor& t : inputs) (void)detail::context_for("custom_call", {&t});
   if (target.empty()) detail::fail("custom_call: the target name is empty");
   if (inputs.size() > 32 || outputs.size() > 32) detail::fail(where + ": at most 32 operands and 32 results");
   for (const auto& [o, a] : options.output_operand_aliases) {
@@ -188,11 +184,11 @@ std::vector<Tensor> custom_call(const std::string& target, const std::vector<Ten
   for (const Tensor& t : inputs) {
     in_types.push_back(detail::tensor_type(mctx, t.shape()));
     operands.push_back(detail::value_of(t));
-    in_dtypes.push_back(ffi_dtype(t.dtype()));
+    in_dtypes.push_back(ffi::to_ffi_dtype(t.dtype()));
   }
   for (const Shape& s : outputs) {
     out_types.push_back(detail::tensor_type(mctx, s));
-    out_dtypes.push_back(ffi_dtype(s.dtype()));
+    out_dtypes.push_back(ffi::to_ffi_dtype(s.dtype()));
   }
   mlir::DictionaryAttr attrs = to_mlir_dict(b, options.attrs, where);
   // A private declaration per call site: its name is unique, its type the call's.

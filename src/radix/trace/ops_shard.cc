@@ -31,7 +31,9 @@ void ensure_grid(CompilationContext& ctx) {
 mlir::Value annotate_sharding(CompilationContext& ctx, mlir::Value v, const Shape& shape) {
   const Mesh& mesh = ctx.options().mesh;
   if (!ctx.automatic_partitioning()) return v;
-  if (auto err = mesh.check(shape)) fail(*err);
+  // emit_main checks the arguments first (naming them); this catches what
+  // shard() pins.
+  if (auto err = mesh.check(shape)) fail("shard: " + *err);
   mlir::OpBuilder& b = ctx.builder();
   mlir::MLIRContext* mctx = &ctx.mlir_context();
   ensure_grid(ctx);
@@ -102,7 +104,6 @@ Tensor shard(const Tensor& x, std::initializer_list<std::pair<Axis, Tag>> spec) 
   if (ctx.options().partitioning == TraceOptions::Partitioning::kManual && !mesh.single_device())
     detail::fail("shard(" + x.shape().to_string() + "): a program traced per device (manual partitioning) "
                  "places nothing; its collectives say how devices combine");
-  if (auto err = mesh.check(s); err && !mesh.single_device()) detail::fail("shard: " + *err);
   return detail::wrap(ctx, detail::annotate_sharding(ctx, detail::value_of(x), s), s);
 }
 

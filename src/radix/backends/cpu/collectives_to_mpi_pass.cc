@@ -25,6 +25,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/Pass.h"
 #include "radix/backends/cpu/cpu_passes.h"
+#include "radix/backends/cpu/runtime_calls.h"
 #include "radix/runtime/distributed.h"
 
 namespace radix {
@@ -60,17 +61,6 @@ struct CollectivesToMpiPass : public mlir::PassWrapper<CollectivesToMpiPass, mli
     }
   }
 
-  // Declares `name`(i64 x n) -> () once.
-  static mlir::func::FuncOp declare(mlir::OpBuilder& b, mlir::ModuleOp module, llvm::StringRef name, unsigned n) {
-    if (auto f = module.lookupSymbol<mlir::func::FuncOp>(name)) return f;
-    mlir::OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(module.getBody());
-    auto f = mlir::func::FuncOp::create(b, module.getLoc(), name,
-                                        b.getFunctionType(llvm::SmallVector<mlir::Type>(n, b.getI64Type()), {}));
-    f.setPrivate();
-    return f;
-  }
-
   // The grid's dims (4, padded with 1) and the mask of `axes`; the op's grid
   // must be static with at most 4 axes.
   static mlir::FailureOr<std::pair<std::array<int64_t, kMaxGridAxes>, int64_t>> grid_args(
@@ -86,10 +76,6 @@ struct CollectivesToMpiPass : public mlir::PassWrapper<CollectivesToMpiPass, mli
     return std::make_pair(dims, mask);
   }
 
-  static mlir::Value address(mlir::OpBuilder& b, mlir::Location loc, mlir::Value memref) {
-    mlir::Value idx = mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-    return mlir::arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
-  }
   static mlir::Value i64(mlir::OpBuilder& b, mlir::Location loc, int64_t v) {
     return mlir::arith::ConstantIntOp::create(b, loc, v, 64);
   }
@@ -125,11 +111,12 @@ struct CollectivesToMpiPass : public mlir::PassWrapper<CollectivesToMpiPass, mli
     auto m_t = mlir::MemRefType::get(in_t.getShape(), in_t.getElementType());
     mlir::Value src = mlir::bufferization::ToBufferOp::create(b, loc, m_t, op.getInput(), /*read_only=*/true);
     mlir::Value dst = mlir::memref::AllocOp::create(b, loc, m_t);
-    llvm::SmallVector<mlir::Value> args = {address(b, loc, src), address(b, loc, dst), i64(b, loc, in_t.getNumElements()),
-                                           i64(b, loc, type), i64(b, loc, static_cast<int64_t>(red))};
+    llvm::SmallVector<mlir::Value> args = {detail::buffer_address(b, loc, src), detail::buffer_address(b, loc, dst),
+                                           i64(b, loc, in_t.getNumElements()), i64(b, loc, type),
+                                           i64(b, loc, static_cast<int64_t>(red))};
     for (int64_t d : g->first) args.push_back(i64(b, loc, d));
     args.push_back(i64(b, loc, g->second));
-    mlir::func::CallOp::create(b, loc, declare(b, module, "radix_mpi_all_reduce", 10), args);
+    mlir::func::CallOp::create(b, loc, detail::declare_runtime_function(b, module, "radix_mpi_all_reduce", 10), args);
     mlir::Value result = mlir::bufferization::ToTensorOp::create(b, loc, out_t, dst, /*restrict=*/true, /*writable=*/true);
     op.getResult().replaceAllUsesWith(result);
     op.erase();
@@ -156,11 +143,11 @@ struct CollectivesToMpiPass : public mlir::PassWrapper<CollectivesToMpiPass, mli
     llvm::SmallVector<int64_t> stacked = {parts};
     stacked.append(in_t.getShape().begin(), in_t.getShape().end());
     mlir::Value dst = mlir::memref::AllocOp::create(b, loc, mlir::MemRefType::get(stacked, elem));
-    llvm::SmallVector<mlir::Value> args = {address(b, loc, src), address(b, loc, dst),
+    llvm::SmallVector<mlir::Value> args = {detail::buffer_address(b, loc, src), detail::buffer_address(b, loc, dst),
                                            i64(b, loc, in_t.getNumElements() * elem_bytes)};
     for (int64_t d : g->first) args.push_back(i64(b, loc, d));
     args.push_back(i64(b, loc, g->second));
-    mlir::func::CallOp::create(b, loc, declare(b, module, "radix_mpi_all_gather", 8), args);
+    mlir::func::CallOp::create(b, loc, detail::declare_runtime_function(b, module, "radix_mpi_all_gather", 8), args);
     mlir::Value t = mlir::bufferization::ToTensorOp::create(b, loc, mlir::RankedTensorType::get(stacked, elem), dst,
                                                             /*restrict=*/true, /*writable=*/true);
     if (axis > 0) {  // [P, l0, .., l_axis, ..] -> [l0, .., P, l_axis, ..]

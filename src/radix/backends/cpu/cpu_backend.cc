@@ -169,6 +169,14 @@ class CpuExecutable : public BackendExecutable {
   std::vector<const void*> ffi_sites_;  // custom-call descriptors in the object
 };
 
+// A program on a mesh of several devices runs in an MPI job of exactly that
+// many processes (its collectives need every rank); starts MPI, whose
+// runtime functions the object links against.
+Status require_job_for(const Signature& sig) {
+  if (sig.mesh.single_device()) return Status();
+  return distributed::require_size(sig.mesh.num_devices(), ("a program on " + sig.mesh.to_string()).c_str());
+}
+
 // Loads a native object with every registered host symbol and finds @main.
 Result<std::unique_ptr<BackendExecutable>> load_object(std::string object, const Signature& sig,
                                                        const CompileStats& stats, int threads) {
@@ -256,8 +264,7 @@ class CpuBackend : public Backend {
       log("stage %-10.*s %8.2f ms", static_cast<int>(stage.size()), stage.data(), ms);
     };
     const Signature& sig = *job.signature;
-    if (!sig.mesh.single_device())  // the executable's collectives need every rank of the job
-      RADIX_RETURN_IF_ERROR(distributed::require_size(sig.mesh.num_devices(), ("a program on " + sig.mesh.to_string()).c_str()));
+    RADIX_RETURN_IF_ERROR(require_job_for(sig));
     Status st = run_cpu_lowering(*module, options.codegen.cpu, dumper, on_stage, &sig);
     if (!st.ok() && options.codegen.cpu.vectorize && st.code() == ErrorCode::kScheduleError) {
       // A schedule the transform interpreter rejects is a Radix bug, but the
@@ -296,9 +303,7 @@ class CpuBackend : public Backend {
   }
 
   Result<std::unique_ptr<BackendExecutable>> load(std::string_view bytes, const CompileJob& job) override {
-    const Signature& sig = *job.signature;
-    if (!sig.mesh.single_device())
-      RADIX_RETURN_IF_ERROR(distributed::require_size(sig.mesh.num_devices(), ("a program on " + sig.mesh.to_string()).c_str()));
+    RADIX_RETURN_IF_ERROR(require_job_for(*job.signature));
     return load_object(std::string(bytes), *job.signature, CompileStats{},
                        resolve_cpu_threads(job.options->codegen.cpu.threads));
   }

@@ -139,22 +139,19 @@ bool has_grid(mlir::ModuleOp module) {
   return false;
 }
 
+// True if some op of type Op in the module satisfies `pred`.
+template <class Op, class Pred>
+bool contains(mlir::ModuleOp module, Pred pred) {
+  return module.walk([&](Op op) { return pred(op) ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance(); })
+      .wasInterrupted();
+}
+
 bool has_custom_calls(mlir::ModuleOp module) {
-  bool found = false;
-  module.walk([&](mlir::func::CallOp c) {
-    found = c->hasAttr("radix.custom_call.target");
-    return found ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
-  });
-  return found;
+  return contains<mlir::func::CallOp>(module, [](mlir::func::CallOp c) { return c->hasAttr("radix.custom_call.target"); });
 }
 
 bool has_annotations(mlir::ModuleOp module) {
-  bool found = false;
-  module.walk([&](mlir::shard::ShardOp) {
-    found = true;
-    return mlir::WalkResult::interrupt();
-  });
-  return found;
+  return contains<mlir::shard::ShardOp>(module, [](mlir::shard::ShardOp) { return true; });
 }
 
 // convert-to-llvm lowers the mpi dialect for the ABI the module names.

@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "radix/backends/cpu/cpu_passes.h"
+#include "radix/backends/cpu/runtime_calls.h"
 #include "radix/runtime/ffi_registry.h"
 #include "radix/runtime/ffi_site.h"
 
@@ -109,14 +110,7 @@ struct CustomCallsPass : public mlir::PassWrapper<CustomCallsPass, mlir::Operati
     });
     if (calls.empty()) return;
     mlir::OpBuilder b(&getContext());
-    b.setInsertionPointToStart(module.getBody());
-    auto i64 = b.getI64Type();
-    auto runtime_fn = module.lookupSymbol<mlir::func::FuncOp>("radix_ffi_call");
-    if (!runtime_fn) {
-      runtime_fn = mlir::func::FuncOp::create(b, module.getLoc(), "radix_ffi_call",
-                                              b.getFunctionType({i64, i64, i64}, {}));
-      runtime_fn.setPrivate();
-    }
+    mlir::func::FuncOp runtime_fn = detail::declare_runtime_function(b, module, "radix_ffi_call", 3);
     int site = 0;
     for (mlir::func::CallOp c : calls)
       if (mlir::failed(lower(b, module, runtime_fn, c, site++))) return signalPassFailure();
@@ -196,10 +190,7 @@ struct CustomCallsPass : public mlir::PassWrapper<CustomCallsPass, mlir::Operati
       out_arr = mlir::memref::AllocaOp::create(b, loc, mlir::MemRefType::get({std::max<int64_t>(n_out, 1)}, b.getI64Type()));
     }
     b.setInsertionPoint(c);
-    auto address = [&](mlir::Value memref) -> mlir::Value {
-      mlir::Value idx = mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-      return mlir::arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
-    };
+    auto address = [&](mlir::Value memref) { return detail::buffer_address(b, loc, memref); };
     auto store = [&](mlir::Value arr, int64_t i, mlir::Value v) {
       mlir::Value idx = mlir::arith::ConstantIndexOp::create(b, loc, i);
       mlir::memref::StoreOp::create(b, loc, v, arr, mlir::ValueRange{idx});

@@ -36,7 +36,7 @@ Status quantize_matrices(const Platform& platform, QuantFormat f, Llama<Buffer>&
 // columns), as a new buffer of that part's shape.
 Result<Buffer> split_matrix(const Platform& platform, const Buffer& m, int axis, int64_t parts, int64_t index) {
   const Shape& s = m.shape();
-  const int64_t rows = s.dim(0), cols = s.dim(1), elem = static_cast<int64_t>(dtype_size(s.dtype()));
+  const int64_t cols = s.dim(1), elem = static_cast<int64_t>(dtype_size(s.dtype()));
   std::vector<std::byte> whole(s.byte_size());
   RADIX_RETURN_IF_ERROR(m.copy_to_host(whole));
   const Shape part = s.with_dim(axis, s.dim(axis) / parts);
@@ -46,7 +46,6 @@ Result<Buffer> split_matrix(const Platform& platform, const Buffer& m, int axis,
   for (int64_t r = 0; r < part.dim(0); ++r)
     std::memcpy(out.data() + static_cast<size_t>(r) * row_bytes,
                 whole.data() + static_cast<size_t>(((r0 + r) * cols + c0) * elem), row_bytes);
-  (void)rows;
   return platform.bytes(part, out);
 }
 
