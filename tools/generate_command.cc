@@ -48,6 +48,8 @@ const char* kGenerateUsage =
     "                      (mpirun -np 2 radix generate --sharded ...): attention heads and the\n"
     "                      feed-forward's hidden axis split, all-reduces after wo and w2; rank 0\n"
     "                      prints the text, the same as one process's\n"
+    "  --platform NAME     cpu (default) or cuda (an NVIDIA GPU; without one it exits with\n"
+    "                      'no CUDA device: ...')\n"
     "  --verbose           per-stage compile progress, weight loading\n";
 
 const char* kConvertUsage =
@@ -71,6 +73,7 @@ struct GenerateArgs {
   int threads = 0;
   bool sharded = false;
   bool verbose = false;
+  std::string platform = "cpu";
 };
 
 bool parse(int argc, char** argv, GenerateArgs* a, std::string* err) {
@@ -115,6 +118,7 @@ bool parse(int argc, char** argv, GenerateArgs* a, std::string* err) {
     }
     else if (f == "--threads") { if (!number(1, 1024, &x)) return false; a->threads = static_cast<int>(x); }
     else if (f == "--verbose") a->verbose = true;
+    else if (f == "--platform") { if (!need("a name (cpu or cuda)")) return false; a->platform = v; ++i; }
     else if (f == "--sharded") a->sharded = true;
     else { *err = "unknown option '" + f + "'"; return false; }
   }
@@ -156,6 +160,12 @@ int run_generate(int argc, char** argv) {
   // text and the timings (every rank still reports its errors).
   const bool quiet = a.sharded && distributed::rank() != 0;
   if (quiet && !std::freopen("/dev/null", "w", stdout)) return 1;
+  if (a.sharded && a.platform != "cpu") {
+    std::fprintf(stderr, "radix generate: --sharded runs on the cpu platform only\n");
+    return 2;
+  }
+  auto platform = Platform::get(a.platform);
+  if (!platform.ok()) return fail("generate", platform.status());
   auto t0 = Clock::now();
   auto store = io::open_weights(a.model);
   if (!store.ok()) return fail("generate", store.status());
@@ -167,7 +177,7 @@ int run_generate(int argc, char** argv) {
   opts.compile.codegen.cpu.threads = a.threads;
   opts.weight_dtype = a.weights;
   opts.weight_quant = a.quant;
-  auto gen = models::LlamaGenerator::load(Platform::cpu(), **store, opts);
+  auto gen = models::LlamaGenerator::load(*platform, **store, opts);
   if (!gen.ok()) return fail("generate", gen.status());
   const double load_ms = ms_since(t0) - (*gen)->compile_ms();
 

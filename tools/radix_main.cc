@@ -3,6 +3,7 @@
 //   radix example [options]   trace, compile and run the built-in MLP example
 //   radix help                this text
 #include <algorithm>
+#include <filesystem>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -44,10 +45,11 @@ const char* kUsage =
     "  --out N          output features (default 16)\n"
     "  --iters N        timed calls after the first (default 100)\n"
     "  --seed N         weight / input seed (default 1234)\n"
-    "  --dump STAGES    print IR stages, comma separated: traced, partition, collectives\n"
+    "  --dump STAGES    print IR stages, comma separated; cpu: traced, partition, collectives\n"
     "                   (sharded runs), dps, fuse, schedule-script, schedule, bufferize, math,\n"
-    "                   lower, llvm-ir, or all\n"
-    "  --dump-dir DIR   write the dumps into DIR/cpu/<name>_<key>/ (with module.mlir)\n"
+    "                   lower, llvm-ir; cuda: traced, custom-calls, dps, fuse, bufferize,\n"
+    "                   gpu-map, nvvm, ptx (one .ptx file per kernel), host, llvm-ir; or all\n"
+    "  --dump-dir DIR   write the dumps into DIR/<platform>/<name>_<key>/ (with module.mlir)\n"
     "                   instead of standard error\n"
     "  --cache-dir DIR  on-disk executable cache: a later run of the same program loads\n"
     "                   the compiled code from DIR instead of compiling (prints\n"
@@ -58,6 +60,13 @@ const char* kUsage =
     "  --libm-math      f32 exp/log/tanh through libm instead of polynomial approximations\n"
     "  --verbose        per-stage compile progress\n"
     "  --profile FILE   write a Chrome / Perfetto trace (tracing, stages, codegen, calls) to FILE\n"
+    "  --platform NAME  cpu (default) or cuda (an NVIDIA GPU through the CUDA driver;\n"
+    "                   without a GPU or driver it exits with 'no CUDA device: ...')\n"
+    "  --compile-only   trace and compile without running (needs no device); with\n"
+    "                   --platform cuda and --dump-dir DIR, each kernel's PTX is written\n"
+    "                   as DIR/cuda/<name>_<key>/<kernel>.ptx\n"
+    "  --target SM      GPU architecture for --platform cuda (sm_80, sm_90, ...; default:\n"
+    "                   the device's, or sm_90 without one)\n"
     "  --sharded [data|tensor]\n"
     "                   run over every process of an MPI job, one device each\n"
     "                   (mpirun -np N radix example --sharded): 'data' (the default)\n"
@@ -72,6 +81,8 @@ struct ExampleArgs {
   CompileOptions compile;
   std::string profile;  // trace-event JSON path, empty = off
   examples::MlpParallel parallel = examples::MlpParallel::kNone;
+  std::string platform = "cpu";
+  bool compile_only = false;
 };
 
 bool parse_int(const char* flag, const char* v, int64_t lo, int64_t* out, std::string* err) {
@@ -106,15 +117,7 @@ bool parse_example(int argc, char** argv, ExampleArgs* a, std::string* err) {
       if (!v) { *err = "--dump needs a list of stages"; return false; }
       std::stringstream ss(v);
       std::string s;
-      while (std::getline(ss, s, ',')) {
-        CompileOptions probe;
-        probe.diagnostics.dump = {s};
-        if (Status st = Platform::cpu().backend()->check_options(probe); !st.ok()) {
-          *err = "--dump: " + st.message();
-          return false;
-        }
-        a->compile.diagnostics.dump.push_back(s);
-      }
+      while (std::getline(ss, s, ',')) a->compile.diagnostics.dump.push_back(s);  // checked by the platform
       ++i;
     } else if (f == "--dump-dir") {
       if (!v) { *err = "--dump-dir needs a folder"; return false; }
@@ -134,6 +137,16 @@ bool parse_example(int argc, char** argv, ExampleArgs* a, std::string* err) {
     } else if (f == "--no-vectorize") a->compile.codegen.cpu.vectorize = false;
     else if (f == "--libm-math") a->compile.codegen.cpu.approximate_math = false;
     else if (f == "--verbose") a->compile.diagnostics.verbose = true;
+    else if (f == "--platform") {
+      if (!v || !*v) { *err = "--platform needs a name (cpu or cuda)"; return false; }
+      a->platform = v;
+      ++i;
+    } else if (f == "--compile-only") a->compile_only = true;
+    else if (f == "--target") {
+      if (!v || !*v) { *err = "--target needs a GPU architecture (e.g. sm_90)"; return false; }
+      a->compile.codegen.cuda.target = v;
+      ++i;
+    }
     else if (f == "--sharded") {
       a->parallel = examples::MlpParallel::kData;
       if (v && (std::string(v) == "data" || std::string(v) == "tensor")) {
@@ -150,8 +163,52 @@ bool parse_example(int argc, char** argv, ExampleArgs* a, std::string* err) {
   return true;
 }
 
+// --compile-only: trace and compile for the platform without running (no
+// device needed); with --dump-dir, a CUDA compile writes each kernel's PTX.
+int compile_example_only(const ExampleArgs& a) {
+  auto platform = Platform::for_compiling(a.platform);
+  if (!platform.ok()) return std::fprintf(stderr, "error: %s\n", platform.status().to_string().c_str()), 1;
+  const auto& c = a.cfg;
+  CompileFnOptions opts;
+  opts.trace.name = "mlp";
+  opts.compile = a.compile;
+  if (!opts.compile.diagnostics.dump_dir.empty() && a.platform == "cuda" &&
+      std::find(opts.compile.diagnostics.dump.begin(), opts.compile.diagnostics.dump.end(), "ptx") ==
+          opts.compile.diagnostics.dump.end())
+    opts.compile.diagnostics.dump.push_back("ptx");
+  examples::HostMlp host = examples::make_host_mlp(c);
+  auto weights = examples::upload_mlp(Platform::cpu(), host, Mesh(), examples::MlpParallel::kNone);
+  if (!weights.ok()) return std::fprintf(stderr, "error: %s\n", weights.status().to_string().c_str()), 1;
+  Shape x_shape(DType::kF32, {a.batch, c.in}, {"b", "d"});
+  auto t0 = Clock::now();
+  auto traced = trace_model(opts, tensors_like(*weights), &examples::Mlp<Tensor>::forward, x_shape);
+  if (!traced.ok()) return std::fprintf(stderr, "error: %s\n", traced.status().to_string().c_str()), 1;
+  auto st = platform->compile_only(*traced, opts.compile);
+  if (!st.ok()) return std::fprintf(stderr, "error: %s\n", st.status().to_string().c_str()), 1;
+  std::printf("radix example: MLP compiled for %s%s without running it\n", a.platform.c_str(),
+              a.platform == "cuda" ? (" (" + (a.compile.codegen.cuda.target.empty() ? std::string("default target")
+                                                                                    : a.compile.codegen.cuda.target) + ")").c_str()
+                                   : "");
+  std::printf("  compile   %8.2f ms  (trace, then lower %.2f ms, codegen %.2f ms)\n", ms_since(t0), st->lower_ms,
+              st->jit_ms);
+  std::printf("  signature %s\n", traced->signature().to_string().c_str());
+  if (!st->dump_folder.empty()) {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(st->dump_folder))
+      if (e.path().extension() == ".ptx") {
+        if (n++ == 0) std::printf("  kernels   PTX in %s:\n", st->dump_folder.c_str());
+        std::printf("            %s\n", e.path().filename().c_str());
+      }
+    if (n == 0) std::printf("  dumps     %s\n", st->dump_folder.c_str());
+  }
+  return 0;
+}
+
 int run_example(const ExampleArgs& a) {
-  Platform platform = Platform::cpu();
+  if (a.compile_only) return compile_example_only(a);
+  auto got = Platform::get(a.platform);
+  if (!got.ok()) return std::fprintf(stderr, "error: %s\n", got.status().to_string().c_str()), 1;
+  Platform platform = std::move(got).value();
   const auto& c = a.cfg;
   // Sharded: one device per MPI process on a mesh of one axis "x"; rank 0
   // prints (the others check silently), so the output reads as one run's.
@@ -264,6 +321,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "radix example: %s\n(see 'radix help')\n", err.c_str());
       return 2;
     }
+    // Options (dump stages, target) are checked by the platform's backend,
+    // which needs no device for that.
+    auto named = Platform::for_compiling(a.platform);
+    if (!named.ok()) return std::fprintf(stderr, "radix example: --platform: %s\n", named.status().message().c_str()), 2;
+    if (Status st = named->backend()->check_options(a.compile); !st.ok())
+      return std::fprintf(stderr, "radix example: %s\n(see 'radix help')\n", st.message().c_str()), 2;
+    if (a.platform != "cpu" && a.parallel != examples::MlpParallel::kNone)
+      return std::fprintf(stderr, "radix example: --sharded runs on the cpu platform only\n"), 2;
     if (!a.profile.empty()) Profiler::start(a.profile);
     int rc = run_example(a);
     if (!a.profile.empty()) {

@@ -4,6 +4,10 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -72,6 +76,65 @@ Val wrap(DType d, Val v) {
   });
 }
 
+// Compile options for run(); ScalarLoops clears .compile.codegen.cpu.vectorize to check
+// the plain-loop path too.
+CompileFnOptions g_opts;
+// While alive, run() compiles without the vectorizing schedule (plain loops).
+struct ScalarLoops {
+  ScalarLoops() { g_opts.compile.codegen.cpu.vectorize = false; }
+  ~ScalarLoops() { g_opts.compile.codegen.cpu.vectorize = true; }
+};
+
+// The platform the harness runs on: the CPU, or with RADIX_TEST_PLATFORM=cuda
+// the GPU (every op checked against the same references on the device).
+Platform& harness_platform() {
+  static Platform p = [] {
+    const char* name = std::getenv("RADIX_TEST_PLATFORM");
+    if (!name || !*name) return cpu();
+    auto r = Platform::get(name);
+    if (!r.ok()) {
+      std::fprintf(stderr, "RADIX_TEST_PLATFORM=%s: %s\n", name, r.status().to_string().c_str());
+      std::abort();
+    }
+    return std::move(r).value();
+  }();
+  return p;
+}
+
+// With RADIX_TEST_PTXAS=<ptxas> set, run() also compiles every program for
+// CUDA without a device (Platform::compile_only, sm_90), writes each
+// kernel's PTX and has the toolkit's ptxas assemble it: a kernel that LLVM's
+// NVPTX target emits but ptxas rejects fails the test, naming the file.
+void check_ptx_with_ptxas(const TracedModule& module) {
+  const char* ptxas = std::getenv("RADIX_TEST_PTXAS");
+  if (!ptxas || !*ptxas) return;
+  static int counter = 0;
+  const std::string dir = ::testing::TempDir() + "radix_ptx_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  CompileOptions o = g_opts.compile;
+  o.codegen.cuda.target = "sm_90";
+  o.diagnostics.dump = {"ptx"};
+  o.diagnostics.dump_dir = dir;
+  auto cuda = Platform::for_compiling("cuda");
+  ASSERT_TRUE(cuda.ok()) << cuda.status().to_string();
+  auto st = cuda->compile_only(module, o);
+  ASSERT_TRUE(st.ok()) << "CUDA compile of " << module.signature().to_string() << ": " << st.status().to_string();
+  int kernels = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.path().extension() != ".ptx") continue;
+    ++kernels;
+    const std::string cmd = std::string(ptxas) + " -arch=sm_90 '" + e.path().string() + "' -o /dev/null 2>&1";
+    std::string out;
+    FILE* f = popen(cmd.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    char buf[512];
+    while (fgets(buf, sizeof buf, f)) out += buf;
+    const int rc = pclose(f);
+    EXPECT_EQ(rc, 0) << "ptxas rejected " << e.path() << ":\n" << out;
+  }
+  EXPECT_GT(kernels, 0) << "no kernel PTX written for " << module.signature().to_string();
+  std::filesystem::remove_all(dir);
+}
+
 Buffer to_device(const Shape& s, const Vals& v) {
   const DType d = s.dtype();
   return with_host_type(d, [&]<class T>() {
@@ -82,7 +145,7 @@ Buffer to_device(const Shape& s, const Vals& v) {
       else if (d == DType::kBool) h[i] = static_cast<T>(v[i] != 0);
       else h[i] = static_cast<T>(v[i]);
     }
-    return must(cpu().buffer(s, h));
+    return must(harness_platform().buffer(s, h));
   });
 }
 
@@ -100,15 +163,6 @@ Vals to_host(const Buffer& b) {
   });
 }
 
-// Compile options for run(); ScalarLoops clears .compile.codegen.cpu.vectorize to check
-// the plain-loop path too.
-CompileFnOptions g_opts;
-// While alive, run() compiles without the vectorizing schedule (plain loops).
-struct ScalarLoops {
-  ScalarLoops() { g_opts.compile.codegen.cpu.vectorize = false; }
-  ~ScalarLoops() { g_opts.compile.codegen.cpu.vectorize = true; }
-};
-
 // Compiled outputs: values (decoded) and the signature's output shapes.
 struct Outs {
   std::vector<Vals> values;
@@ -119,7 +173,12 @@ struct Outs {
 // returns every output. fn returns a Tensor or a std::vector<Tensor>.
 template <class Fn, class... S>
 Outs run(Fn fn, const std::vector<Vals>& inputs, const S&... shapes) {
-  auto exe = compile_fn(cpu(), g_opts, fn, shapes...);
+  if (std::getenv("RADIX_TEST_PTXAS")) {
+    auto traced = trace_fn(g_opts, fn, shapes...);
+    if (!traced.ok()) ADD_FAILURE() << "trace failed: " << traced.status().to_string();
+    else check_ptx_with_ptxas(*traced);
+  }
+  auto exe = compile_fn(harness_platform(), g_opts, fn, shapes...);
   if (!exe.ok()) {
     ADD_FAILURE() << "compile failed: " << exe.status().to_string();
     throw std::runtime_error(exe.status().to_string());

@@ -142,9 +142,14 @@ struct TypedCore {
   }
 };
 
+// A traced program and the layout of its results.
+struct TypedTrace {
+  TracedModule module;
+  std::vector<size_t> result_vector_sizes;
+};
+
 template <class Model, class Method, class Ret, class ArgsTuple, class... Specs>
-Result<TypedCore> compile_typed(const Platform& platform, const Model& model, Method method,
-                                const CompileFnOptions& opts, const Specs&... specs) {
+Result<TypedTrace> trace_typed(const Model& model, Method method, const CompileFnOptions& opts, const Specs&... specs) {
   static_assert(std::tuple_size_v<ArgsTuple> == sizeof...(Specs),
                 "radix: give one argument spec per function parameter");
   std::vector<Shape> shapes;
@@ -177,8 +182,15 @@ Result<TypedCore> compile_typed(const Platform& platform, const Model& model, Me
     return flat;
   };
   RADIX_ASSIGN_OR_RETURN(TracedModule traced, trace(opts.trace, shapes, names, n_model, body));
-  RADIX_ASSIGN_OR_RETURN(Executable exe, platform.compile(traced, opts.compile));
-  return TypedCore{std::move(exe), std::move(vector_sizes)};
+  return TypedTrace{std::move(traced), std::move(vector_sizes)};
+}
+
+template <class Model, class Method, class Ret, class ArgsTuple, class... Specs>
+Result<TypedCore> compile_typed(const Platform& platform, const Model& model, Method method,
+                                const CompileFnOptions& opts, const Specs&... specs) {
+  RADIX_ASSIGN_OR_RETURN(TypedTrace t, (trace_typed<Model, Method, Ret, ArgsTuple>(model, method, opts, specs...)));
+  RADIX_ASSIGN_OR_RETURN(Executable exe, platform.compile(t.module, opts.compile));
+  return TypedCore{std::move(exe), std::move(t.result_vector_sizes)};
 }
 
 }  // namespace detail
@@ -296,6 +308,28 @@ auto compile_fn(const Platform& platform, const CompileFnOptions& opts, Fn fn, c
 template <class Fn, class... Specs>
 auto compile_fn(const Platform& platform, Fn fn, const Specs&... specs) {
   return compile_fn(platform, CompileFnOptions{}, fn, specs...);
+}
+
+// Traces a model's method as compile_model does, without compiling.
+template <class Model, class Method, class... Specs>
+Result<TracedModule> trace_model(const CompileFnOptions& opts, const Model& model, Method method,
+                                 const Specs&... specs) {
+  using Traits = detail::fn_traits<Method>;
+  RADIX_ASSIGN_OR_RETURN(detail::TypedTrace t, (detail::trace_typed<Model, Method, typename Traits::ret,
+                                                                    typename Traits::args>(model, method, opts, specs...)));
+  return std::move(t.module);
+}
+
+// Traces a function as compile_fn does, without compiling: the module to
+// hand to Platform::compile, compile_only (e.g. CUDA code without a device)
+// or cache_key.
+template <class Fn, class... Specs>
+Result<TracedModule> trace_fn(const CompileFnOptions& opts, Fn fn, const Specs&... specs) {
+  using Traits = detail::fn_traits<std::decay_t<Fn>>;
+  auto method = [&fn](const NoModel&, auto&... a) -> typename Traits::ret { return fn(a...); };
+  RADIX_ASSIGN_OR_RETURN(detail::TypedTrace t, (detail::trace_typed<NoModel, decltype(method), typename Traits::ret,
+                                                                    typename Traits::args>(NoModel{}, method, opts, specs...)));
+  return std::move(t.module);
 }
 
 }  // namespace radix

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "radix/backends/cpu/cpu_options.h"
+#include "radix/backends/cuda/cuda_options.h"
 
 namespace radix {
 
@@ -24,12 +25,14 @@ struct CodegenOptions {
   // Each backend's typed options (IREE's per-target options): only the
   // compiling backend's are read and hashed.
   CpuOptions cpu;
+  CudaOptions cuda;
 };
 
 struct DiagnosticOptions {
   // Stages to write: "traced" (as emitted), any stage of the backend's
   // pipeline (CPU: "partition", "collectives" for sharded programs, "dps", "fuse", "schedule-script", "schedule", "bufferize",
-  // "math", "lower", "llvm-ir"), or "all".
+  // "math", "lower", "llvm-ir"; CUDA: "custom-calls", "dps", "fuse", "bufferize", "gpu-map", "nvvm",
+  // "ptx" (one <kernel>.ptx file per kernel), "host", "llvm-ir"), or "all".
   std::vector<std::string> dump;
   // Where dumps go. Empty: standard error. Otherwise every compile writes
   // <dump_dir>/<backend>/<module name>_<key>/module.mlir (the traced module)

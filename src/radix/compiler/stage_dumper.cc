@@ -34,6 +34,21 @@ void StageDumper::dump(std::string_view stage, std::string_view text, std::strin
   if (!out) std::fprintf(stderr, "radix: warning: cannot write dump %s\n", p.c_str());
 }
 
+void StageDumper::dump_file(std::string_view stage, std::string_view file_name, std::string_view text) {
+  if (!wants(stage)) return;
+  if (folder_.empty()) {
+    std::fprintf(stderr, "// ----- radix stage: %.*s (%.*s) -----\n%.*s\n", static_cast<int>(stage.size()), stage.data(),
+                 static_cast<int>(file_name.size()), file_name.data(), static_cast<int>(text.size()), text.data());
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(folder_, ec);
+  std::filesystem::path p = std::filesystem::path(folder_) / std::string(file_name);
+  std::ofstream out(p);
+  out << text;
+  if (!out) std::fprintf(stderr, "radix: warning: cannot write dump %s\n", p.c_str());
+}
+
 void StageDumper::dump_module(std::string_view stage, mlir::ModuleOp module) {
   if (!wants(stage)) return;
   std::string s;

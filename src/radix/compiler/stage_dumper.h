@@ -24,6 +24,9 @@ class StageDumper {
   // Writes "<NN>-<stage>.<ext>" (or a banner + text on stderr) if wanted.
   void dump(std::string_view stage, std::string_view text, std::string_view ext = "mlir");
   void dump_module(std::string_view stage, mlir::ModuleOp module);
+  // Writes `text` as <folder>/<file_name> (not numbered: a per-kernel file
+  // such as "add_kernel.ptx"), or with a banner on stderr, if `stage` is wanted.
+  void dump_file(std::string_view stage, std::string_view file_name, std::string_view text);
   const std::string& folder() const { return folder_; }
 
  private:

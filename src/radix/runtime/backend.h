@@ -76,6 +76,10 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // OK when this backend can run programs here; otherwise why not (e.g.
+  // "no CUDA device: ..."). Compiling without running (compile_only) may
+  // still work.
+  virtual Status available() const { return Status(); }
   // Refuses options this backend cannot honour (naming the field and value).
   virtual Status check_options(const CompileOptions& options) const = 0;
   // Everything of `options` and the target that changes the generated code,
@@ -84,6 +88,12 @@ class Backend {
   virtual std::string codegen_fingerprint(const CompileOptions& options) const = 0;
   // Lowers and compiles a traced module.
   virtual Result<std::unique_ptr<BackendExecutable>> compile(const CompileJob& job) = 0;
+  // Lowers and code-generates a traced module without loading it (no device
+  // needed): for checking a program, or dumping what a device would run.
+  virtual Result<CompileStats> compile_only(const CompileJob& job) {
+    RADIX_ASSIGN_OR_RETURN(std::unique_ptr<BackendExecutable> exe, compile(job));
+    return exe->stats;
+  }
   // Rebuilds an executable from serialize()'d bytes (an executable-cache
   // hit); an error if the bytes are unusable.
   virtual Result<std::unique_ptr<BackendExecutable>> load(std::string_view bytes, const CompileJob& job) = 0;

@@ -152,6 +152,7 @@ namespace {
 
 thread_local std::vector<std::pair<RadixFfi_TypeId, void*>> t_user_data;
 thread_local Status t_run_error;
+thread_local const detail::DeviceScope* t_device = nullptr;
 
 RadixFfi_Error* context_get(RadixFfi_ExecutionContext*, RadixFfi_TypeId id, void** out) {
   for (auto it = t_user_data.rbegin(); it != t_user_data.rend(); ++it)
@@ -213,21 +214,33 @@ RadixFfi_Error* context_schedule_task(RadixFfi_ExecutionContext*, RadixFfi_Task*
   return nullptr;
 }
 
-// Device memory is host memory on the CPU.
+// Device memory is host memory on the CPU; a device backend's run brings
+// its own allocator (DeviceScope).
 RadixFfi_Error* device_memory_allocate(RadixFfi_ExecutionContext*, size_t size, size_t alignment, void** out) {
   if (alignment < alignof(std::max_align_t)) alignment = alignof(std::max_align_t);
   if (alignment & (alignment - 1))
     return error_create(RADIX_FFI_ERROR_INVALID_ARGUMENT, "device_memory_allocate: alignment must be a power of two");
+  if (t_device && t_device->alloc) {
+    if (alignment > 256)
+      return error_create(RADIX_FFI_ERROR_INVALID_ARGUMENT, "device_memory_allocate: device memory is 256-byte aligned");
+    *out = t_device->alloc(size);
+    if (!*out) return error_create(RADIX_FFI_ERROR_RESOURCE_EXHAUSTED, "device_memory_allocate: out of device memory");
+    return nullptr;
+  }
   *out = std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
   if (!*out && size) return error_create(RADIX_FFI_ERROR_RESOURCE_EXHAUSTED, "device_memory_allocate: out of memory");
   return nullptr;
 }
 RadixFfi_Error* device_memory_free(RadixFfi_ExecutionContext*, void* data, size_t) {
+  if (t_device && t_device->release) {
+    t_device->release(data);
+    return nullptr;
+  }
   std::free(data);
   return nullptr;
 }
 RadixFfi_Error* context_stream(RadixFfi_ExecutionContext*, void** out) {
-  *out = nullptr;  // the CPU has no stream
+  *out = t_device ? t_device->stream : nullptr;  // the CPU has no stream
   return nullptr;
 }
 RadixFfi_Error* state_set(RadixFfi_ExecutionContext* ctx, void* state, void (*destroy)(void*)) {
@@ -402,7 +415,8 @@ std::unique_ptr<Site> parse_site(const char* desc, Status* err) {
   s->dicts.emplace_back();
   if (!parse_dict(r, *s, s->dicts.front(), 0))
     return fail("corrupt call-site descriptor for '" + s->target + "' (attributes)");
-  s->entry = find_entry(s->target, "cpu");
+  if (t_device) s->entry = find_entry(s->target, t_device->platform);
+  if (!s->entry) s->entry = find_entry(s->target, "cpu");
   if (!s->entry)
     return fail("no handler registered for custom call target '" + s->target +
                 "' in this process (register it before running; a cached executable may come from another)");
@@ -600,6 +614,12 @@ Status take_run_error() {
   return st;
 }
 void clear_run_error() { t_run_error = Status(); }
+
+DeviceScope::DeviceScope(const char* p, void* s, void* (*a)(size_t), void (*r)(void*))
+    : platform(p), stream(s), alloc(a), release(r), outer(t_device) {
+  t_device = this;
+}
+DeviceScope::~DeviceScope() { t_device = outer; }
 
 void forget_sites(const std::vector<const void*>& descriptors) {
   std::vector<std::unique_ptr<Site>> dropped;  // destroyed outside the lock

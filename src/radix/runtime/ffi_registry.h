@@ -76,6 +76,22 @@ void clear_run_error();
 // Drops the parsed call sites at these descriptor addresses (their handler
 // state destroyed): the executable holding them is going away.
 void forget_sites(const std::vector<const void*>& descriptors);
+
+// While alive on this thread (a backend's run), custom calls execute for
+// `platform`: a handler registered for it is preferred over a host ("cpu")
+// one, the execution context's stream is `stream`, and its device memory
+// comes from `alloc` / `release` (when set). Without one: the CPU.
+struct DeviceScope {
+  DeviceScope(const char* platform, void* stream, void* (*alloc)(size_t) = nullptr, void (*release)(void*) = nullptr);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  const char* platform;
+  void* stream;
+  void* (*alloc)(size_t);
+  void (*release)(void*);
+  const DeviceScope* outer;
+};
 }  // namespace detail
 
 }  // namespace radix::ffi

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "radix/backends/cuda/cuda_backend.h"
 #include "radix/runtime/executable_cache.h"
 #include "radix/runtime/profiler.h"
 #include "radix/trace/traced_module.h"
@@ -53,6 +54,19 @@ uint64_t module_key(const Backend& backend, const TracedModule& module, const Co
 
 Result<Platform> Platform::get(const std::string& name) {
   RADIX_ASSIGN_OR_RETURN(std::shared_ptr<Backend> b, backend_by_name(name));
+  RADIX_RETURN_IF_ERROR(b->available());
+  return Platform(std::move(b));
+}
+
+Result<Platform> Platform::for_compiling(const std::string& name) {
+  RADIX_ASSIGN_OR_RETURN(std::shared_ptr<Backend> b, backend_by_name(name));
+  return Platform(std::move(b));
+}
+
+Result<Platform> Platform::cuda(int ordinal) {
+  if (ordinal == 0) return get("cuda");
+  std::shared_ptr<Backend> b = cuda_backend(ordinal);
+  RADIX_RETURN_IF_ERROR(b->available());
   return Platform(std::move(b));
 }
 
@@ -73,22 +87,35 @@ Result<std::string> Platform::cache_key(const TracedModule& module, const Compil
   return CacheKey::hex(module_key(*backend_, module, options));
 }
 
+Result<std::string> Platform::dump_folder(const TracedModule& module, const CompileOptions& options, uint64_t key) const {
+  if (options.diagnostics.dump_dir.empty()) return std::string();
+  std::filesystem::path dir = std::filesystem::path(options.diagnostics.dump_dir) / backend_->name() /
+                              (module.name() + "_" + CacheKey::hex(key));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status(ErrorCode::kIoError, "cannot create the dump folder " + dir.string() + ": " + ec.message());
+  std::ofstream(dir / "module.mlir") << module.to_string();
+  return dir.string();
+}
+
+Result<CompileStats> Platform::compile_only(const TracedModule& module, const CompileOptions& options) const {
+  Profiler::Span span("compile (only) " + module.name() + " on " + backend_->name(), "compile");
+  RADIX_RETURN_IF_ERROR(backend_->check_options(options));
+  const uint64_t key = module_key(*backend_, module, options);
+  CompileJob job{module.name(), module.bytecode(), &module.signature(), &options, ""};
+  RADIX_ASSIGN_OR_RETURN(job.dump_folder, dump_folder(module, options, key));
+  return backend_->compile_only(job);
+}
+
 Result<Executable> Platform::compile(const TracedModule& module, const CompileOptions& options) const {
   Profiler::Span span("compile " + module.name() + " on " + backend_->name(), "compile");
   RADIX_RETURN_IF_ERROR(backend_->check_options(options));
+  // A backend that cannot run here says why before any work.
+  RADIX_RETURN_IF_ERROR(backend_->available());
   const bool verbose = options.diagnostics.verbose;
   const uint64_t key = module_key(*backend_, module, options);
   CompileJob job{module.name(), module.bytecode(), &module.signature(), &options, ""};
-
-  if (!options.diagnostics.dump_dir.empty()) {
-    std::filesystem::path dir = std::filesystem::path(options.diagnostics.dump_dir) / backend_->name() /
-                                (module.name() + "_" + CacheKey::hex(key));
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return Status(ErrorCode::kIoError, "cannot create the dump folder " + dir.string() + ": " + ec.message());
-    std::ofstream(dir / "module.mlir") << module.to_string();
-    job.dump_folder = dir.string();
-  }
+  RADIX_ASSIGN_OR_RETURN(job.dump_folder, dump_folder(module, options, key));
 
   std::optional<ExecutableCache> cache;
   CompileStats::Cache outcome = CompileStats::Cache::kOff;

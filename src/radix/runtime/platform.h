@@ -21,11 +21,19 @@ class TracedModule;
 class Platform {
  public:
   explicit Platform(std::shared_ptr<Backend> backend) : backend_(std::move(backend)) {}
-  // The backend registered as `name` ("cpu"; see backend_names()), or
-  // kNotFound listing the registered ones.
+  // The backend registered as `name` ("cpu", "cuda"; see backend_names()),
+  // or kNotFound listing the registered ones. A backend that cannot run here
+  // (cuda without a GPU or driver) is an error saying why ("no CUDA device:
+  // ..."); compile_only() needs no device: use for_compiling(name).
   static Result<Platform> get(const std::string& name);
+  // The backend `name` whether or not it can run here: only compile_only()
+  // and cache_key() are sure to work on it.
+  static Result<Platform> for_compiling(const std::string& name);
   // The embedded CPU backend (LLVM ORC JIT); always registered.
   static Platform cpu();
+  // NVIDIA GPU `ordinal` through the CUDA driver (loaded at run time):
+  // kNotFound "no CUDA device: <why>" without a driver or a device.
+  static Result<Platform> cuda(int ordinal = 0);
 
   std::string name() const { return backend_->name(); }
   const std::shared_ptr<Backend>& backend() const { return backend_; }
@@ -40,6 +48,10 @@ class Platform {
   // <dump_dir>/<backend>/<name>_<key>/module.mlir and the dumped stages.
   // Thread-safe: one traced module may be compiled from several threads.
   Result<Executable> compile(const TracedModule& module, const CompileOptions& options = {}) const;
+  // Lowers and code-generates `module` without loading or running it, so it
+  // works without a device (CUDA: the kernels' PTX; dump them with
+  // options.diagnostics.dump = {"ptx"} and a dump_dir). Returns the timings.
+  Result<CompileStats> compile_only(const TracedModule& module, const CompileOptions& options = {}) const;
   // Loads a custom-call plugin: a shared library whose
   // radix_ffi_plugin_init(api) registers its handlers (radix/ffi.h). The
   // handlers serve every platform they were registered for.
@@ -71,6 +83,8 @@ class Platform {
   }
 
  private:
+  // This compile's dump folder (created, with module.mlir), or "" for none.
+  Result<std::string> dump_folder(const TracedModule& module, const CompileOptions& options, uint64_t key) const;
   static Status check_host_data(const Shape& shape, DType host, size_t elem_size, size_t count);
   std::shared_ptr<Backend> backend_;
 };

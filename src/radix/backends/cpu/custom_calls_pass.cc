@@ -93,6 +93,12 @@ bool write_attr(ffi::detail::SiteWriter& w, mlir::Attribute a, std::string& why)
 struct CustomCallsPass : public mlir::PassWrapper<CustomCallsPass, mlir::OperationPass<mlir::ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CustomCallsPass)
 
+  CustomCallsPass() = default;
+  CustomCallsPass(const CustomCallsPass& o) : PassWrapper(o) {}
+  // The platform whose handlers the program calls: "cpu", or "cuda" (which
+  // also takes the host handlers: device buffers are host-readable there).
+  Option<std::string> platform{*this, "platform", llvm::cl::desc("handler platform"), llvm::cl::init("cpu")};
+
   llvm::StringRef getArgument() const override { return "radix-custom-calls"; }
   llvm::StringRef getDescription() const override {
     return "Lower custom calls to calls into the runtime's FFI (radix_ffi_call)";
@@ -125,10 +131,10 @@ struct CustomCallsPass : public mlir::PassWrapper<CustomCallsPass, mlir::Operati
                             mlir::func::CallOp c, int site) {
     mlir::Location loc = c.getLoc();
     const std::string target = mlir::cast<mlir::StringAttr>(c->getAttr(kTargetAttr)).str();
-    if (!ffi::has_handler(target, "cpu")) {
+    if (!ffi::has_handler(target, platform) && !ffi::has_handler(target, "cpu")) {
       std::string known;
       for (const std::string& n : ffi::handler_names()) known += (known.empty() ? "" : ", ") + n;
-      return c.emitError("custom call target '" + target + "' has no handler registered for platform cpu (registered: " +
+      return c.emitError("custom call target '" + target + "' has no handler registered for platform " + platform.getValue() + " (registered: " +
                          (known.empty() ? "none" : known) + ")");
     }
     auto in_dtypes = c->getAttrOfType<mlir::DenseI32ArrayAttr>("radix.custom_call.operand_dtypes");

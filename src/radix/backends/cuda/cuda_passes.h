@@ -1,0 +1,29 @@
+// The CUDA backend's own MLIR passes (named, so they appear in pipelines
+// and dumps).
+#pragma once
+
+#include <memory>
+
+namespace mlir { class Pass; }
+
+namespace radix {
+
+// "radix-copies-to-linalg": every memref.copy of a host function becomes a
+// linalg.copy, so that it is mapped to a kernel like any other op (a host
+// memcpy cannot read device memory).
+std::unique_ptr<mlir::Pass> create_copies_to_linalg_pass();
+
+// "radix-gpu-wrap-scalar-ops": a linalg op with no loops (0-d, after unit
+// dims were folded) becomes a one-thread kernel before the loops are made:
+// its straight-line body would otherwise run on the host.
+std::unique_ptr<mlir::Pass> create_wrap_scalar_ops_pass();
+
+// "radix-gpu-map": parallel loops -> linearized gpu.launch kernels; other
+// host-level buffer work -> one-thread kernels; a host sync before host
+// reads of device memory (see gpu_map_pass.cc).
+std::unique_ptr<mlir::Pass> create_gpu_map_pass();
+
+// Registers the passes above (idempotent).
+void register_cuda_passes();
+
+}  // namespace radix
