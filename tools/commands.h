@@ -15,4 +15,9 @@ extern const char* kConvertUsage;
 int run_bench(int argc, char** argv);
 extern const char* kBenchUsage;
 
+// radix bench-cuda [...]: the CUDA backend on GPU 0 (matmul TFLOP/s, copy
+// bandwidth, Llama tokens/s, compile times); exits 1 without a GPU.
+int run_bench_cuda(int argc, char** argv);
+extern const char* kBenchCudaUsage;
+
 }  // namespace radix::cli

@@ -32,6 +32,8 @@ const char* kUsage =
     "              'radix generate --help' lists its options\n"
     "  convert     write any weight file as safetensors ('radix convert --help')\n"
     "  bench       Radix vs OpenBLAS, oneDNN and memcpy, kernel by kernel ('radix bench --help')\n"
+    "  bench-cuda  the CUDA backend on the GPU: matmul TFLOP/s, Llama tokens/s, compile times\n"
+    "              ('radix bench-cuda --help')\n"
     "  example     trace, compile and run a small MLP with seeded weights; prints its\n"
     "              output, the compile and run timings, and the error against a naive\n"
     "              C++ reference\n"
@@ -193,13 +195,13 @@ int compile_example_only(const ExampleArgs& a) {
               st->jit_ms);
   std::printf("  signature %s\n", traced->signature().to_string().c_str());
   if (!st->dump_folder.empty()) {
-    int n = 0;
+    std::vector<std::string> ptx;
     for (const auto& e : std::filesystem::directory_iterator(st->dump_folder))
-      if (e.path().extension() == ".ptx") {
-        if (n++ == 0) std::printf("  kernels   PTX in %s:\n", st->dump_folder.c_str());
-        std::printf("            %s\n", e.path().filename().c_str());
-      }
-    if (n == 0) std::printf("  dumps     %s\n", st->dump_folder.c_str());
+      if (e.path().extension() == ".ptx") ptx.push_back(e.path().filename().string());
+    std::sort(ptx.begin(), ptx.end());
+    if (ptx.empty()) std::printf("  dumps     %s\n", st->dump_folder.c_str());
+    else std::printf("  kernels   %zu, PTX in %s:\n", ptx.size(), st->dump_folder.c_str());
+    for (const std::string& f : ptx) std::printf("            %s\n", f.c_str());
   }
   return 0;
 }
@@ -312,6 +314,7 @@ int main(int argc, char** argv) {
   if (cmd == "generate") return radix::cli::run_generate(argc - 2, argv + 2);
   if (cmd == "convert") return radix::cli::run_convert(argc - 2, argv + 2);
   if (cmd == "bench") return radix::cli::run_bench(argc - 2, argv + 2);
+  if (cmd == "bench-cuda") return radix::cli::run_bench_cuda(argc - 2, argv + 2);
   if (cmd == "example") {
     for (int i = 2; i < argc; ++i)
       if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) return std::fputs(kUsage, stdout), 0;

@@ -48,6 +48,36 @@ TEST(Cli, DumpsStagesAndVerboseTimings) {
   EXPECT_NE(r.out.find("[radix cpu] stage bufferize"), std::string::npos);
 }
 
+// CUDA without a device: compile-only writes the kernels' PTX; running says
+// there is no CUDA device (exit 1, no crash). With a GPU the run works.
+TEST(Cli, CudaCompileOnlyWritesPtxAndRunningNeedsADevice) {
+  const std::string dir = ::testing::TempDir() + "radix_cli_cuda_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  CliRun c = run("example --platform cuda --compile-only --target sm_80 --batch 4 --dump-dir " + dir);
+  EXPECT_EQ(c.code, 0) << c.out;
+  EXPECT_NE(c.out.find("compiled for cuda (sm_80)"), std::string::npos) << c.out;
+  int ptx = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.path().extension() == ".ptx") {
+      ++ptx;
+      EXPECT_NE(c.out.find(e.path().filename().string()), std::string::npos) << "listed: " << e.path();
+    }
+  EXPECT_GE(ptx, 3) << c.out;
+  CliRun r = run("example --platform cuda --iters 1");
+  if (r.code == 0) {
+    EXPECT_NE(r.out.find(": OK"), std::string::npos) << r.out;  // a GPU is here: it ran and checked
+  } else {
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("no CUDA device"), std::string::npos) << r.out;
+  }
+  CliRun bad = run("example --platform cuda --compile-only --target sm_x");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("sm_x"), std::string::npos) << bad.out;
+  CliRun unknown = run("example --platform tpu");
+  EXPECT_EQ(unknown.code, 2) << unknown.out;
+  EXPECT_NE(unknown.out.find("registered: cpu, cuda"), std::string::npos) << unknown.out;
+}
+
 TEST(Cli, ProfileWritesATraceFile) {
   const std::string path = "/tmp/radix-cli-profile-" + std::to_string(::getpid()) + ".json";
   CliRun r = run("example --batch 2 --layers 1 --iters 2 --profile " + path);

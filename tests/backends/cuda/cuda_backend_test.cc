@@ -156,10 +156,26 @@ TEST(CudaDevice, ProductMatchesTheCpu) {
   std::vector<float> a = testing::random_vec<float>(size_t(kA.count()), -1, 1, 1);
   std::vector<float> b = testing::random_vec<float>(size_t(kB.count()), -1, 1, 2);
   auto on_cpu = must(compile_fn(cpu(), program, kA, kB));
-  auto on_gpu = must(compile_fn(gpu, program, kA, kB));
   std::vector<float> want = host_of(must(on_cpu.call(must(cpu().buffer(kA, a)), must(cpu().buffer(kB, b)))));
-  std::vector<float> got = host_of(must(on_gpu.call(must(gpu.buffer(kA, a)), must(gpu.buffer(kB, b)))));
-  EXPECT_TRUE(all_close(std::vector<double>(got.begin(), got.end()), std::vector<double>(want.begin(), want.end()),
+  // The shared-memory tiled matmul (37 x 45: edge tiles) and one thread per output.
+  for (bool tiled : {true, false}) {
+    SCOPED_TRACE(tiled ? "tiled matmul" : "one thread per output");
+    CompileFnOptions o;
+    o.compile.codegen.cuda.tile_matmul = tiled;
+    auto on_gpu = must(compile_fn(gpu, o, program, kA, kB));
+    std::vector<float> got = host_of(must(on_gpu.call(must(gpu.buffer(kA, a)), must(gpu.buffer(kB, b)))));
+    EXPECT_TRUE(all_close(std::vector<double>(got.begin(), got.end()), std::vector<double>(want.begin(), want.end()),
+                          1e-5, 1e-5));
+  }
+  // A right operand stored [n, k] (as Llama weights are), read through the
+  // matmul's transposed indexing map.
+  const Shape kBt(DType::kF32, {45, 70}, {"n", "k"});
+  std::vector<float> bt(size_t(kBt.count()));
+  for (int64_t k = 0; k < 70; ++k)
+    for (int64_t n = 0; n < 45; ++n) bt[size_t(n * 70 + k)] = b[size_t(k * 45 + n)];
+  auto on_gpu_t = must(compile_fn(gpu, program, kA, kBt));
+  std::vector<float> got_t = host_of(must(on_gpu_t.call(must(gpu.buffer(kA, a)), must(gpu.buffer(kBt, bt)))));
+  EXPECT_TRUE(all_close(std::vector<double>(got_t.begin(), got_t.end()), std::vector<double>(want.begin(), want.end()),
                         1e-5, 1e-5));
 }
 

@@ -112,7 +112,8 @@ class CudaBackend : public Backend {
   std::string codegen_fingerprint(const CompileOptions& options) const override {
     auto sm = resolve_sm(options.codegen.cuda.target, options.codegen.cuda.target.empty() ? device_sm() : "");
     return "sm=" + (sm.ok() ? sm.value() : options.codegen.cuda.target) +
-           ";opt=" + std::to_string(options.codegen.opt_level) + ";libdevice=" + (find_libdevice().empty() ? "0" : "1");
+           ";opt=" + std::to_string(options.codegen.opt_level) + ";libdevice=" + (find_libdevice().empty() ? "0" : "1") +
+           ";tile_matmul=" + std::to_string(options.codegen.cuda.tile_matmul);
   }
 
   // Lowers and emits the host object (PTX inside); no device needed.
@@ -138,6 +139,7 @@ class CudaBackend : public Backend {
                                                    options.codegen.cuda.target.empty() ? device_sm() : ""));
     lowering.opt_level = options.codegen.opt_level;
     lowering.libdevice = find_libdevice();
+    lowering.tile_matmul = options.codegen.cuda.tile_matmul;
     auto t0 = Clock::now();
     std::vector<std::string> kernels;
     auto on_stage = [&](std::string_view stage, double ms) {

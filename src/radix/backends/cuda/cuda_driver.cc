@@ -42,6 +42,7 @@ Driver* load() {
   RADIX_CU_GET(MemAllocManaged, cuMemAllocManaged);
   RADIX_CU_GET(MemAlloc, cuMemAlloc);
   RADIX_CU_GET(MemFree, cuMemFree);
+  RADIX_CU_GET(MemGetInfo, cuMemGetInfo);
   RADIX_CU_GET(MemHostAlloc, cuMemHostAlloc);
   RADIX_CU_GET(MemFreeHost, cuMemFreeHost);
   RADIX_CU_GET(Memcpy, cuMemcpy);

@@ -29,6 +29,7 @@ struct Driver {
   decltype(&::cuMemAllocManaged) MemAllocManaged = nullptr;
   decltype(&::cuMemAlloc) MemAlloc = nullptr;
   decltype(&::cuMemFree) MemFree = nullptr;
+  decltype(&::cuMemGetInfo) MemGetInfo = nullptr;
   decltype(&::cuMemHostAlloc) MemHostAlloc = nullptr;
   decltype(&::cuMemFreeHost) MemFreeHost = nullptr;
   decltype(&::cuMemcpy) Memcpy = nullptr;

@@ -18,6 +18,10 @@ std::unique_ptr<mlir::Pass> create_copies_to_linalg_pass();
 // its straight-line body would otherwise run on the host.
 std::unique_ptr<mlir::Pass> create_wrap_scalar_ops_pass();
 
+// "radix-gpu-tile-matmul": f32 matmuls of 32 or more rows and columns as
+// kernels with shared-memory tiles (see tile_matmul_pass.cc).
+std::unique_ptr<mlir::Pass> create_tile_matmul_pass();
+
 // "radix-gpu-map": parallel loops -> linearized gpu.launch kernels; other
 // host-level buffer work -> one-thread kernels; a host sync before host
 // reads of device memory (see gpu_map_pass.cc).

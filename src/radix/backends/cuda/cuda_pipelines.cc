@@ -32,15 +32,19 @@ const Stage kStages[] = {
     // launch their own kernels): compiled once however often called.
     {"dps", "symbol-dce,radix-results-to-destinations"},
     {"fuse", "radix-fuse-elementwise,linalg-fold-unit-extent-dims,canonicalize,cse,radix-untie-shared-inits"},
+    // No buffer-deallocation-pipeline: its ownership bookkeeping (pointer
+    // comparisons in host-side arrays, conditional frees) would become tiny
+    // kernels and host syncs. A run's temporaries are released together when
+    // it ends instead (cuda_runtime.h).
     {"bufferize",
      "eliminate-empty-tensors,"
      "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map "
      "allow-return-allocs-from-loops},"
-     "drop-equivalent-buffer-results,buffer-deallocation-pipeline,canonicalize,cse"},
+     "drop-equivalent-buffer-results,canonicalize,cse"},
     // radix-gpu-map runs straight after the loops exist: canonicalize would
     // merge and reshape them first.
     {"gpu-map",
-     "radix-copies-to-linalg,radix-gpu-wrap-scalar-ops,convert-linalg-to-parallel-loops,radix-gpu-map,canonicalize,cse,"
+     "radix-copies-to-linalg,@tile-matmul@radix-gpu-wrap-scalar-ops,convert-linalg-to-parallel-loops,radix-gpu-map,canonicalize,cse,"
      "gpu-kernel-outlining,symbol-dce"},
     // Inside kernels, f16 / bf16 arithmetic and math run in f32 (libdevice
     // has no 16-bit functions).
@@ -117,6 +121,7 @@ void register_cuda_passes() {
     mlir::registerPass(create_copies_to_linalg_pass);
     mlir::registerPass(create_gpu_map_pass);
     mlir::registerPass(create_wrap_scalar_ops_pass);
+    mlir::registerPass(create_tile_matmul_pass);
     return true;
   }();
   (void)done;
@@ -176,6 +181,7 @@ Status run_cuda_lowering(mlir::ModuleOp module, const CudaLowering& lowering, St
     std::string pipeline = stage.pipeline;
     pipeline = replace_all(pipeline, "@sm@", lowering.sm);
     pipeline = replace_all(pipeline, "@opt@", std::to_string(lowering.opt_level));
+    pipeline = replace_all(pipeline, "@tile-matmul@", lowering.tile_matmul ? "radix-gpu-tile-matmul," : "");
     pipeline = replace_all(pipeline, "@libdevice@", lowering.libdevice.empty() ? "" : "l=" + lowering.libdevice);
     mlir::PassManager pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
     if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, llvm::errs())))

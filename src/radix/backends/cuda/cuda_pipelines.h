@@ -33,6 +33,7 @@ struct CudaLowering {
   std::string sm;          // resolved target, "sm_90"
   int opt_level = 3;       // NVPTX optimization level
   std::string libdevice;   // path of libdevice.10.bc ("" if not found)
+  bool tile_matmul = true; // CudaOptions::tile_matmul
 };
 
 // Lowers `module` in place from traced IR to the LLVM dialect with embedded

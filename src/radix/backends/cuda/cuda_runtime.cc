@@ -105,18 +105,19 @@ extern "C" void radix_mgpuLaunchKernel(void* f, intptr_t gx, intptr_t gy, intptr
 }
 
 // ---- Radix's own entry points -----------------------------------------------
+// A temporary lives until its run ends (the program frees nothing itself:
+// see the "bufferize" stage), then goes back to the pool.
 extern "C" void* radix_cuda_alloc(size_t bytes) {
   auto r = allocate_device(t_run ? t_run->device() : 0, bytes);
   if (!r.ok()) {
     record_error(r.status());
     return nullptr;
   }
+  if (t_run) t_run->defer_free(r.value());
   return r.value();
 }
 extern "C" void radix_cuda_free(void* p) {
-  if (!p) return;
-  if (t_run) t_run->defer_free(p);
-  else release_block(p);
+  if (p && !t_run) release_block(p);  // inside a run: released at its end
 }
 extern "C" void radix_cuda_host_sync() {
   if (!t_run) return;
@@ -180,8 +181,14 @@ Result<void*> allocate_device(int device, size_t bytes) {
     }
   }
   RADIX_RETURN_IF_ERROR(make_current(device));
+  // Managed memory may oversubscribe the device, which can hang the GPU:
+  // never ask for more than it has free (a clear out-of-memory instead).
+  auto fits = [&] {
+    size_t free_bytes = 0, total = 0;
+    return driver().MemGetInfo(&free_bytes, &total) == CUDA_SUCCESS && size + (size_t{64} << 20) <= free_bytes;
+  };
   CUdeviceptr p = 0;
-  CUresult r = driver().MemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL);
+  CUresult r = fits() ? driver().MemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL) : CUDA_ERROR_OUT_OF_MEMORY;
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {
     // Give the cached blocks back to the driver and try once more.
     {
@@ -193,7 +200,7 @@ Result<void*> allocate_device(int device, size_t bytes) {
       pl.free_blocks.clear();
       pl.cached = 0;
     }
-    r = driver().MemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL);
+    r = fits() ? driver().MemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL) : CUDA_ERROR_OUT_OF_MEMORY;
   }
   RADIX_RETURN_IF_ERROR(check(r, ("allocating " + std::to_string(bytes) + " bytes of device memory").c_str()));
   std::lock_guard<std::mutex> lock(pl.mu);

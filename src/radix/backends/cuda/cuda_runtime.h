@@ -7,7 +7,10 @@
 // implements that ABI over the driver table of cuda_driver.h and registers
 // it as host symbols, together with:
 //   radix_cuda_alloc / radix_cuda_free   temporaries (what memref.alloc /
-//                                        dealloc call; see the "host" stage)
+//                                        dealloc call; see the "host" stage):
+//                                        all of a run's are released when it
+//                                        ends, so a traced loop's temporaries
+//                                        add up over its iterations
 //   radix_cuda_host_sync                 drains the stream before the host
 //                                        reads device memory
 //
@@ -29,7 +32,7 @@ namespace radix::cuda {
 void register_runtime_symbols();
 
 // One run of a program on `stream`: while alive on this thread, the
-// program's launches go to `stream`, its temporaries are freed into
+// program's launches go to `stream`, its temporaries are collected in
 // `pending` (released when the run ends, after the stream drained), and the
 // first failure of any runtime call is kept. finish() synchronizes and
 // returns that failure (or the stream's).

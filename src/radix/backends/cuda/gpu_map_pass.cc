@@ -113,6 +113,11 @@ struct GpuMapPass : public mlir::PassWrapper<GpuMapPass, mlir::OperationPass<mli
   }
 
   void insert_sync(mlir::Operation* before) {
+    // One sync covers every host read up to the next launch.
+    for (mlir::Operation* prev = before->getPrevNode(); prev; prev = prev->getPrevNode()) {
+      if (auto call = llvm::dyn_cast<mlir::func::CallOp>(prev); call && call.getCallee() == kHostSync) return;
+      if (llvm::isa<mlir::gpu::LaunchOp, mlir::func::CallOp>(prev) || prev->getNumRegions() > 0) break;
+    }
     mlir::OpBuilder b(before);
     if (!sync_fn) {
       mlir::ModuleOp module = getOperation();
