@@ -23,6 +23,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "radix/backends/cpu/block_pool.h"
+#include "radix/backends/dialect_registry.h"
 #include "radix/backends/memref_descriptors.h"
 #include "radix/backends/cpu/cpu_pipelines.h"
 #include "radix/backends/cpu/cpu_threads.h"
@@ -78,19 +79,6 @@ extern "C" float radix_truncdfbf2(double x) {
   return bits_as_bf16_return(float_to_bf16(f));
 }
 
-// The CPU backend's own registry: every dialect its pipelines produce, their
-// interface extensions, and the LLVM IR translations.
-const mlir::DialectRegistry& cpu_registry() {
-  static mlir::DialectRegistry* registry = [] {
-    auto* r = new mlir::DialectRegistry();
-    mlir::registerAllDialects(*r);
-    mlir::registerAllExtensions(*r);
-    detail::register_sharding_models(*r);
-    mlir::registerAllToLLVMIRTranslations(*r);
-    return r;
-  }();
-  return *registry;
-}
 
 // A compiled program: its native object (kept for the executable cache) and
 // that object loaded into the JIT.
@@ -203,7 +191,7 @@ class CpuBackend : public Backend {
 
     // The backend's own context: the traced module is only read (as
     // bytecode), so compiles of one module may run on several threads.
-    mlir::MLIRContext ctx(cpu_registry(), mlir::MLIRContext::Threading::DISABLED);
+    mlir::MLIRContext ctx(backend_dialect_registry(), mlir::MLIRContext::Threading::DISABLED);
     auto parse = [&]() -> Result<mlir::OwningOpRef<mlir::ModuleOp>> {
       detail::DiagnosticCollector diags(&ctx);
       auto m = mlir::parseSourceString<mlir::ModuleOp>(llvm::StringRef(job.bytecode.data(), job.bytecode.size()),

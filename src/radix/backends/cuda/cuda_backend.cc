@@ -15,6 +15,7 @@
 #include "radix/backends/cuda/cuda_driver.h"
 #include "radix/backends/cuda/cuda_pipelines.h"
 #include "radix/backends/cuda/cuda_runtime.h"
+#include "radix/backends/dialect_registry.h"
 #include "radix/backends/memref_descriptors.h"
 #include "radix/compiler/stage_dumper.h"
 #include "radix/runtime/ffi_registry.h"
@@ -34,17 +35,6 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-const mlir::DialectRegistry& cuda_registry() {
-  static mlir::DialectRegistry* registry = [] {
-    auto* r = new mlir::DialectRegistry();
-    mlir::registerAllDialects(*r);
-    mlir::registerAllExtensions(*r);
-    detail::register_sharding_models(*r);
-    mlir::registerAllToLLVMIRTranslations(*r);
-    return r;
-  }();
-  return *registry;
-}
 
 // A compiled program: the host object (with every kernel's PTX inside),
 // loaded; its stream; the device it runs on.
@@ -125,7 +115,7 @@ class CudaBackend : public Backend {
                            ") run on the CPU backend over MPI only");
     StageDumper dumper(options.diagnostics, job.dump_folder);
     const bool verbose = options.diagnostics.verbose;
-    mlir::MLIRContext ctx(cuda_registry(), mlir::MLIRContext::Threading::DISABLED);
+    mlir::MLIRContext ctx(backend_dialect_registry(), mlir::MLIRContext::Threading::DISABLED);
     mlir::OwningOpRef<mlir::ModuleOp> module;
     {
       detail::DiagnosticCollector diags(&ctx);
