@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "radix/radix.h"
+#include "radix/runtime/backend.h"
 #include "radix/runtime/ffi_registry.h"
 #include "radix/tokenizer/tokenizer.h"
 #include "test_util.h"
@@ -145,6 +146,67 @@ TEST(CudaBackend, ShardedProgramsAreRefusedByName) {
   auto st = p.compile_only(*m, o.compile);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.status().message().find("CPU backend over MPI"), std::string::npos) << st.status().to_string();
+}
+
+// Runs the CPU backend, but compiles every program for CUDA too (compile
+// only) and keeps its PTX: what a model's programs become on the GPU,
+// checked on a machine without one.
+class CpuAlsoCompilingForCuda : public Backend {
+ public:
+  explicit CpuAlsoCompilingForCuda(std::string dir) : dir_(std::move(dir)) {}
+  std::shared_ptr<Backend> cpu_ = Platform::cpu().backend();
+  std::shared_ptr<Backend> cuda_ = must(Platform::for_compiling("cuda")).backend();
+  std::vector<std::string> folders;
+  std::vector<Status> failures;
+  std::string name() const override { return "cpu"; }
+  Status check_options(const CompileOptions& o) const override { return cpu_->check_options(o); }
+  std::string codegen_fingerprint(const CompileOptions& o) const override { return cpu_->codegen_fingerprint(o); }
+  Result<std::unique_ptr<BackendExecutable>> compile(const CompileJob& job) override {
+    CompileOptions co = *job.options;
+    co.cache_dir.clear();
+    co.diagnostics.dump = {"ptx"};
+    CompileJob j = job;
+    j.options = &co;
+    j.dump_folder = dir_ + "/" + job.name;
+    auto st = cuda_->compile_only(j);
+    if (st.ok()) folders.push_back(j.dump_folder);
+    else failures.push_back(st.status());
+    return cpu_->compile(job);
+  }
+  Result<std::unique_ptr<BackendExecutable>> load(std::string_view b, const CompileJob& j) override { return cpu_->load(b, j); }
+  Result<void*> allocate(size_t n, MemoryKind k) override { return cpu_->allocate(n, k); }
+  void deallocate(void* p, size_t n, MemoryKind k) override { cpu_->deallocate(p, n, k); }
+  Status copy_to_device(void* d, const void* s, size_t n) override { return cpu_->copy_to_device(d, s, n); }
+  Status copy_to_host(void* d, const void* s, size_t n) override { return cpu_->copy_to_host(d, s, n); }
+  Status copy_on_device(void* d, const void* s, size_t n) override { return cpu_->copy_on_device(d, s, n); }
+
+ private:
+  std::string dir_;
+};
+
+TEST(CudaBackend, LlamaProgramsCompileToPtxThatPtxasAccepts) {
+  const char* ptxas = "/usr/local/cuda/bin/ptxas";
+  if (!std::filesystem::exists(ptxas)) GTEST_SKIP() << "no CUDA toolkit ptxas at " << ptxas;
+  auto both = std::make_shared<CpuAlsoCompilingForCuda>(fresh_dir("llama"));
+  Platform p(both);
+  auto store = must(io::open_weights(testing::kModel));
+  models::LlamaGenerator::Options o;  // no executable cache: every program compiles
+  auto gen = must(models::LlamaGenerator::load(p, *store, o));
+  models::GenerateOptions g;
+  g.temperature = 0;
+  g.steps = 8;
+  const std::vector<int32_t> prompt = {1, 300, 301};
+  (void)must(gen->generate(prompt, g, [](int32_t) { return true; }));
+  for (const Status& f : both->failures) ADD_FAILURE() << f.to_string();
+  ASSERT_GE(both->folders.size(), 3u) << "decode, prefill and the sampler";
+  int kernels = 0;
+  for (const std::string& folder : both->folders)
+    for (const auto& f : ptx_files(folder)) {
+      ++kernels;
+      const std::string cmd = std::string(ptxas) + " -arch=sm_90 '" + f.string() + "' -o /dev/null";
+      EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    }
+  EXPECT_GT(kernels, 100);
 }
 
 // ---- On a GPU ---------------------------------------------------------------
