@@ -43,10 +43,12 @@ struct DescriptorLayout {
 };
 
 // Fills the descriptors for one call and runs `entry` (the packed entry of
-// @main): `inputs` in signature order, `outputs` for the results that are
-// not donated. On the stack for the usual sizes (re-entrant, no allocation).
-inline void call_packed(const DescriptorLayout& layout, void (*entry)(void**), std::span<void* const> inputs,
-                        std::span<void* const> outputs) {
+// @main) through invoke(entry, args): `inputs` in signature order,
+// `outputs` for the results that are not donated. On the stack for the
+// usual sizes (re-entrant, no allocation).
+template <class Invoke>
+void call_packed(const DescriptorLayout& layout, void (*entry)(void**), std::span<void* const> inputs,
+                 std::span<void* const> outputs, Invoke&& invoke) {
   const size_t n = layout.offsets.size();
   llvm::SmallVector<int64_t, 1024> words(layout.words.begin(), layout.words.end());
   llvm::SmallVector<void*, 128> desc_ptrs(n), args(n);
@@ -62,7 +64,11 @@ inline void call_packed(const DescriptorLayout& layout, void (*entry)(void**), s
     desc_ptrs[d] = w;
     args[d] = &desc_ptrs[d];
   }
-  entry(args.data());
+  invoke(entry, args.data());
+}
+inline void call_packed(const DescriptorLayout& layout, void (*entry)(void**), std::span<void* const> inputs,
+                        std::span<void* const> outputs) {
+  call_packed(layout, entry, inputs, outputs, [](void (*e)(void**), void** args) { e(args); });
 }
 
 }  // namespace radix

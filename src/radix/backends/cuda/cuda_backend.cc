@@ -58,8 +58,8 @@ class CudaExecutable : public BackendExecutable {
   Status execute(std::span<void* const> inputs, std::span<void* const> outputs) override {
     RADIX_RETURN_IF_ERROR(cuda::make_current(device_));
     cuda::RunScope run(device_, stream_);
-    ffi::detail::DeviceScope ffi_device("cuda", stream_);
-    call_packed(layout_, entry_, inputs, outputs);
+    ffi::detail::DeviceScope ffi_device("cuda", stream_, &cuda::run_alloc, &cuda::run_release);
+    call_packed(layout_, entry_, inputs, outputs, [&](void (*e)(void**), void** args) { run.invoke(e, args); });
     return run.finish();
   }
   std::string serialize() const override { return object_; }
@@ -211,14 +211,18 @@ class CudaBackend : public Backend {
   }
   void deallocate(void* p, size_t bytes, MemoryKind kind) override {
     if (!p) return;
-    if (kind == MemoryKind::kDevice) return cuda::free_device(p, bytes);
+    if (kind == MemoryKind::kDevice) return cuda::free_device(p);
     if (cuda::make_current(ordinal_).ok()) (void)cuda::driver().MemFreeHost(p);
   }
   Status copy(void* dst, const void* src, size_t bytes, const char* what) {
     if (!bytes || dst == src) return Status();
     RADIX_RETURN_IF_ERROR(cuda::make_current(ordinal_));
-    return cuda::check(cuda::driver().Memcpy(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes),
-                       what);
+    RADIX_RETURN_IF_ERROR(cuda::check(
+        cuda::driver().Memcpy(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes), what));
+    // cuMemcpy runs on the legacy stream, which the executables' non-blocking
+    // streams do not wait for, and may return before a copy from pageable
+    // memory or within the device is done: wait for it here.
+    return cuda::check(cuda::driver().StreamSynchronize(CU_STREAM_LEGACY), what);
   }
   Status copy_to_device(void* dst, const void* src, size_t bytes) override {
     return copy(dst, src, bytes, "copying host -> device (cuMemcpy)");

@@ -39,6 +39,7 @@ Driver* load() {
   RADIX_CU_GET(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain);
   RADIX_CU_GET(CtxSetCurrent, cuCtxSetCurrent);
   RADIX_CU_GET(CtxGetCurrent, cuCtxGetCurrent);
+  RADIX_CU_GET(CtxSynchronize, cuCtxSynchronize);
   RADIX_CU_GET(MemAllocManaged, cuMemAllocManaged);
   RADIX_CU_GET(MemAlloc, cuMemAlloc);
   RADIX_CU_GET(MemFree, cuMemFree);
@@ -56,11 +57,6 @@ Driver* load() {
   RADIX_CU_GET(ModuleUnload, cuModuleUnload);
   RADIX_CU_GET(ModuleGetFunction, cuModuleGetFunction);
   RADIX_CU_GET(LaunchKernel, cuLaunchKernel);
-  RADIX_CU_GET(EventCreate, cuEventCreate);
-  RADIX_CU_GET(EventRecord, cuEventRecord);
-  RADIX_CU_GET(EventSynchronize, cuEventSynchronize);
-  RADIX_CU_GET(EventElapsedTime, cuEventElapsedTime);
-  RADIX_CU_GET(EventDestroy, cuEventDestroy);
   RADIX_CU_GET(GetErrorName, cuGetErrorName);
   RADIX_CU_GET(GetErrorString, cuGetErrorString);
 #undef RADIX_CU_GET
@@ -137,6 +133,12 @@ Result<DeviceInfo> open_device(int ordinal) {
       int managed = 0;
       RADIX_RETURN_IF_ERROR(attr(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, &managed));
       i.managed_memory = managed != 0;
+      int concurrent = 0;
+      RADIX_RETURN_IF_ERROR(attr(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, &concurrent));
+      i.concurrent_managed_access = concurrent != 0;
+      if (!i.managed_memory)
+        return Status(ErrorCode::kNotFound, "CUDA device " + std::to_string(ordinal) + " (" + i.name +
+                                                ") has no managed memory, which Radix's CUDA backend needs");
       RADIX_RETURN_IF_ERROR(check(d.DeviceTotalMem(&i.memory_bytes, dev), "cuDeviceTotalMem"));
       RADIX_RETURN_IF_ERROR(check(d.DevicePrimaryCtxRetain(&o.ctx, dev), "cuDevicePrimaryCtxRetain"));
       return Status();

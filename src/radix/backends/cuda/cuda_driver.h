@@ -26,6 +26,7 @@ struct Driver {
   decltype(&::cuDevicePrimaryCtxRetain) DevicePrimaryCtxRetain = nullptr;
   decltype(&::cuCtxSetCurrent) CtxSetCurrent = nullptr;
   decltype(&::cuCtxGetCurrent) CtxGetCurrent = nullptr;
+  decltype(&::cuCtxSynchronize) CtxSynchronize = nullptr;
   decltype(&::cuMemAllocManaged) MemAllocManaged = nullptr;
   decltype(&::cuMemAlloc) MemAlloc = nullptr;
   decltype(&::cuMemFree) MemFree = nullptr;
@@ -43,11 +44,6 @@ struct Driver {
   decltype(&::cuModuleUnload) ModuleUnload = nullptr;
   decltype(&::cuModuleGetFunction) ModuleGetFunction = nullptr;
   decltype(&::cuLaunchKernel) LaunchKernel = nullptr;
-  decltype(&::cuEventCreate) EventCreate = nullptr;
-  decltype(&::cuEventRecord) EventRecord = nullptr;
-  decltype(&::cuEventSynchronize) EventSynchronize = nullptr;
-  decltype(&::cuEventElapsedTime) EventElapsedTime = nullptr;
-  decltype(&::cuEventDestroy) EventDestroy = nullptr;
   decltype(&::cuGetErrorName) GetErrorName = nullptr;
   decltype(&::cuGetErrorString) GetErrorString = nullptr;
 
@@ -72,6 +68,9 @@ struct DeviceInfo {
   int clock_khz = 0;               // SM clock
   size_t memory_bytes = 0;
   bool managed_memory = false;     // cuMemAllocManaged supported
+  // The host may touch managed memory while kernels run (Linux on H100 /
+  // H200: yes; WSL, some vGPUs: no, so host reads drain the whole device).
+  bool concurrent_managed_access = false;
   std::string sm() const { return "sm_" + std::to_string(sm_major) + std::to_string(sm_minor); }
 };
 

@@ -45,7 +45,9 @@ const Stage kStages[] = {
     // merge and reshape them first.
     {"gpu-map",
      "radix-copies-to-linalg,@tile-matmul@radix-gpu-wrap-scalar-ops,convert-linalg-to-parallel-loops,radix-gpu-map,canonicalize,cse,"
-     "gpu-kernel-outlining,symbol-dce"},
+     // Constants and index arithmetic move into the kernels (known there:
+     // loop bounds unroll, divisions by constants become multiplications).
+     "gpu-launch-sink-index-computations,gpu-kernel-outlining,symbol-dce"},
     // Inside kernels, f16 / bf16 arithmetic and math run in f32 (libdevice
     // has no 16-bit functions).
     {"nvvm",

@@ -1,8 +1,10 @@
 #include "radix/backends/cuda/cuda_runtime.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include "radix/backends/cuda/cuda_driver.h"
@@ -20,14 +22,18 @@ thread_local CUstream t_fallback_stream = nullptr;  // launches outside a run (n
 // Blocks are handed out again only after the run that freed them has
 // drained its stream (RunScope releases its pending list after the sync), so
 // a block is never reused while a kernel still reads it.
-constexpr size_t kPoolCap = size_t{4} << 30;  // cached free bytes, at most
+constexpr size_t kPoolCap = size_t{4} << 30;  // cached free bytes per device, at most
 constexpr size_t kGranule = 256;              // the driver's own alignment
 
+struct Block {
+  size_t size;
+  int device;
+};
 struct Pool {
   std::mutex mu;
-  std::multimap<size_t, void*> free_blocks;
-  std::unordered_map<void*, size_t> sizes;  // every live or cached block
-  size_t cached = 0;
+  std::multimap<std::pair<int, size_t>, void*> free_blocks;  // (device, size) -> block
+  std::unordered_map<void*, Block> blocks;                    // every live or cached block
+  std::map<int, size_t> cached, allocated, limit;             // per device
 };
 Pool& pool() {
   static auto* p = new Pool();  // outlives static destructors of other objects
@@ -36,46 +42,75 @@ Pool& pool() {
 
 size_t round_up(size_t bytes) { return (std::max<size_t>(bytes, 1) + kGranule - 1) / kGranule * kGranule; }
 
+// Gives a block back to the driver (pool lock held).
+void driver_free(Pool& pl, void* p) {
+  auto it = pl.blocks.find(p);
+  if (it == pl.blocks.end()) return;
+  if (make_current(it->second.device).ok()) driver().MemFree(reinterpret_cast<CUdeviceptr>(p));
+  pl.allocated[it->second.device] -= it->second.size;
+  pl.blocks.erase(it);
+}
+
 void release_block(void* p) {
   if (!p) return;
   Pool& pl = pool();
   std::lock_guard<std::mutex> lock(pl.mu);
-  auto it = pl.sizes.find(p);
-  if (it == pl.sizes.end()) return;  // not ours
-  if (pl.cached + it->second > kPoolCap) {
-    pl.sizes.erase(it);
-    driver().MemFree(reinterpret_cast<CUdeviceptr>(p));
-    return;
-  }
-  pl.cached += it->second;
-  pl.free_blocks.emplace(it->second, p);
+  auto it = pl.blocks.find(p);
+  if (it == pl.blocks.end()) return;  // not ours
+  const Block b = it->second;
+  if (pl.cached[b.device] + b.size > kPoolCap) return driver_free(pl, p);
+  pl.cached[b.device] += b.size;
+  pl.free_blocks.emplace(std::make_pair(b.device, b.size), p);
+}
+
+// The run in progress on this thread leaves the generated code (no-op
+// outside one: a load records and carries on).
+void abort_run_if_failed() {
+  if (t_run && t_run->failed() && t_run->in_program()) t_run->abort();
 }
 
 // ---- The runtime-wrapper ABI gpu-to-llvm calls ------------------------------
-extern "C" void* radix_mgpuModuleLoadJIT(void* data, int opt_level) {
+// Each entry point does its work in a helper (whose C++ locals are gone when
+// it returns) and only then may leave the generated code.
+void* load_module(void* data, int opt_level, bool jit) {
   CUmodule m = nullptr;
-  CUjit_option opts[1] = {CU_JIT_OPTIMIZATION_LEVEL};
-  void* vals[1] = {reinterpret_cast<void*>(static_cast<intptr_t>(opt_level < 0 ? 4 : std::min(opt_level, 4)))};
-  if (Status st = check(driver().ModuleLoadDataEx(&m, data, 1, opts, vals), "loading a kernel's PTX (cuModuleLoadDataEx)"); !st.ok())
-    record_error(std::move(st));
+  char log[4096] = {0};
+  CUjit_option opts[3] = {CU_JIT_OPTIMIZATION_LEVEL, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* vals[3] = {reinterpret_cast<void*>(static_cast<uintptr_t>(std::clamp(opt_level, 0, 4))), log,
+                   reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof log - 1))};
+  CUresult r = jit ? driver().ModuleLoadDataEx(&m, data, 3, opts, vals) : driver().ModuleLoadData(&m, data);
+  if (r != CUDA_SUCCESS) {
+    Status st = check(r, jit ? "loading a kernel's PTX (cuModuleLoadDataEx)" : "loading a kernel (cuModuleLoadData)");
+    record_error(log[0] ? Status(st.code(), st.message() + ": " + log) : st);
+  }
+  return m;
+}
+extern "C" void* radix_mgpuModuleLoadJIT(void* data, int opt_level) {
+  void* m = load_module(data, opt_level, true);
+  abort_run_if_failed();
   return m;
 }
 extern "C" void* radix_mgpuModuleLoad(void* data, size_t /*size*/) {
-  CUmodule m = nullptr;
-  if (Status st = check(driver().ModuleLoadData(&m, data), "loading a kernel (cuModuleLoadData)"); !st.ok())
-    record_error(std::move(st));
+  void* m = load_module(data, 0, false);
+  abort_run_if_failed();
   return m;
 }
 extern "C" void radix_mgpuModuleUnload(void* m) {
   if (m) driver().ModuleUnload(static_cast<CUmodule>(m));
 }
-extern "C" void* radix_mgpuModuleGetFunction(void* m, const char* name) {
+void* get_function(void* m, const char* name) {
   CUfunction f = nullptr;
-  if (!m) return nullptr;  // its load failed: already recorded
-  if (Status st = check(driver().ModuleGetFunction(&f, static_cast<CUmodule>(m), name),
-                        (std::string("finding kernel ") + name).c_str());
-      !st.ok())
-    record_error(std::move(st));
+  if (!m) {
+    record_error(runtime_error(std::string("cuda: kernel ") + name + ": its module did not load"));
+    return nullptr;
+  }
+  if (CUresult r = driver().ModuleGetFunction(&f, static_cast<CUmodule>(m), name); r != CUDA_SUCCESS)
+    record_error(check(r, (std::string("finding kernel ") + name).c_str()));
+  return f;
+}
+extern "C" void* radix_mgpuModuleGetFunction(void* m, const char* name) {
+  void* f = get_function(m, name);
+  abort_run_if_failed();
   return f;
 }
 // Launches go to the run's stream: "creating" a stream returns it and
@@ -91,39 +126,47 @@ extern "C" void radix_mgpuStreamDestroy(void*) {}
 extern "C" void radix_mgpuStreamSynchronize(void* s) {
   if (s != current_stream()) (void)driver().StreamSynchronize(static_cast<CUstream>(s));
 }
+void launch(void* f, intptr_t gx, intptr_t gy, intptr_t gz, intptr_t bx, intptr_t by, intptr_t bz, int32_t smem,
+            void* stream, void** params, void** extra) {
+  if (!f) return;  // already recorded
+  auto u = [](intptr_t v) { return static_cast<unsigned>(v); };
+  CUresult r = driver().LaunchKernel(static_cast<CUfunction>(f), u(gx), u(gy), u(gz), u(bx), u(by), u(bz),
+                                     static_cast<unsigned>(smem), static_cast<CUstream>(stream), params, extra);
+  if (r != CUDA_SUCCESS)
+    record_error(check(r, ("cuLaunchKernel (grid " + std::to_string(gx) + "x" + std::to_string(gy) + "x" +
+                           std::to_string(gz) + ", block " + std::to_string(bx) + "x" + std::to_string(by) + "x" +
+                           std::to_string(bz) + ")").c_str()));
+}
 extern "C" void radix_mgpuLaunchKernel(void* f, intptr_t gx, intptr_t gy, intptr_t gz, intptr_t bx, intptr_t by,
                                        intptr_t bz, int32_t smem, void* stream, void** params, void** extra,
                                        size_t /*param_count*/) {
-  if (!f) return;  // the kernel was not found: already recorded
-  if (t_run && t_run->failed()) return;
-  auto u = [](intptr_t v) { return static_cast<unsigned>(v); };
-  if (Status st = check(driver().LaunchKernel(static_cast<CUfunction>(f), u(gx), u(gy), u(gz), u(bx), u(by), u(bz),
-                                              static_cast<unsigned>(smem), static_cast<CUstream>(stream), params, extra),
-                        "cuLaunchKernel");
-      !st.ok())
-    record_error(std::move(st));
+  launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra);
+  abort_run_if_failed();
 }
 
 // ---- Radix's own entry points -----------------------------------------------
 // A temporary lives until its run ends (the program frees nothing itself:
 // see the "bufferize" stage), then goes back to the pool.
 extern "C" void* radix_cuda_alloc(size_t bytes) {
-  auto r = allocate_device(t_run ? t_run->device() : 0, bytes);
-  if (!r.ok()) {
-    record_error(r.status());
-    return nullptr;
-  }
-  if (t_run) t_run->defer_free(r.value());
-  return r.value();
+  void* p = run_alloc(bytes);
+  abort_run_if_failed();
+  return p;
 }
 extern "C" void radix_cuda_free(void* p) {
   if (p && !t_run) release_block(p);  // inside a run: released at its end
 }
-extern "C" void radix_cuda_host_sync() {
+void host_sync() {
   if (!t_run) return;
-  if (Status st = check(driver().StreamSynchronize(t_run->stream()), "synchronizing before a host read");
-      !st.ok())
-    record_error(std::move(st));
+  auto info = open_device(t_run->device());
+  // Without concurrent managed access the host may not touch managed memory
+  // while any kernel of the device runs.
+  CUresult r = info.ok() && !info->concurrent_managed_access ? driver().CtxSynchronize()
+                                                             : driver().StreamSynchronize(t_run->stream());
+  if (r != CUDA_SUCCESS) record_error(check(r, "synchronizing before a host read"));
+}
+extern "C" void radix_cuda_host_sync() {
+  host_sync();
+  abort_run_if_failed();
 }
 
 }  // namespace
@@ -136,17 +179,23 @@ RunScope::~RunScope() {
   t_run = outer_;
 }
 
+void RunScope::invoke(void (*entry)(void**), void** args) {
+  in_program_ = true;
+  if (setjmp(jump_) == 0) entry(args);
+  in_program_ = false;
+}
+
+void RunScope::abort() { std::longjmp(jump_, 1); }
+
 Status RunScope::finish() {
   if (finished_) return error_;
   finished_ = true;
   Status st = check(driver().StreamSynchronize(stream_), "running the program (cuStreamSynchronize)");
   if (error_.ok() && !st.ok()) error_ = st;
-  if (st.ok()) {
+  // A broken stream (a kernel faulted) may leave work that never ran using
+  // the blocks: leak them rather than reuse them.
+  if (st.ok())
     for (void* p : pending_) release_block(p);
-  } else {
-    // The stream is broken (a kernel faulted): the blocks may still be in
-    // use by work that never ran; leak them rather than reuse them.
-  }
   pending_.clear();
   return error_;
 }
@@ -155,11 +204,8 @@ CUstream current_stream() { return t_run ? t_run->stream() : nullptr; }
 
 void record_error(Status st) {
   if (st.ok()) return;
-  if (t_run) {
-    t_run->fail(std::move(st));
-  } else if (t_load_error.ok()) {
-    t_load_error = std::move(st);
-  }
+  if (t_run) t_run->fail(std::move(st));
+  else if (t_load_error.ok()) t_load_error = std::move(st);
 }
 
 Status take_load_error() {
@@ -171,44 +217,56 @@ Status take_load_error() {
 Result<void*> allocate_device(int device, size_t bytes) {
   const size_t size = round_up(bytes);
   Pool& pl = pool();
-  {
-    std::lock_guard<std::mutex> lock(pl.mu);
-    if (auto it = pl.free_blocks.find(size); it != pl.free_blocks.end()) {
-      void* p = it->second;
-      pl.free_blocks.erase(it);
-      pl.cached -= size;
-      return p;
-    }
+  std::lock_guard<std::mutex> lock(pl.mu);
+  if (auto it = pl.free_blocks.find({device, size}); it != pl.free_blocks.end()) {
+    void* p = it->second;
+    pl.free_blocks.erase(it);
+    pl.cached[device] -= size;
+    return p;
   }
   RADIX_RETURN_IF_ERROR(make_current(device));
-  // Managed memory may oversubscribe the device, which can hang the GPU:
-  // never ask for more than it has free (a clear out-of-memory instead).
-  auto fits = [&] {
+  if (!pl.limit.count(device)) {
+    // The device's memory less a reserve (1 GiB, or 1/16 of it if more) for
+    // the driver, kernels' stacks and other processes' contexts.
     size_t free_bytes = 0, total = 0;
-    return driver().MemGetInfo(&free_bytes, &total) == CUDA_SUCCESS && size + (size_t{64} << 20) <= free_bytes;
-  };
-  CUdeviceptr p = 0;
-  CUresult r = fits() ? driver().MemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL) : CUDA_ERROR_OUT_OF_MEMORY;
-  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-    // Give the cached blocks back to the driver and try once more.
-    {
-      std::lock_guard<std::mutex> lock(pl.mu);
-      for (auto& [sz, blk] : pl.free_blocks) {
-        pl.sizes.erase(blk);
-        driver().MemFree(reinterpret_cast<CUdeviceptr>(blk));
-      }
-      pl.free_blocks.clear();
-      pl.cached = 0;
-    }
-    r = fits() ? driver().MemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL) : CUDA_ERROR_OUT_OF_MEMORY;
+    RADIX_RETURN_IF_ERROR(check(driver().MemGetInfo(&free_bytes, &total), "cuMemGetInfo"));
+    const size_t reserve = std::max<size_t>(size_t{1} << 30, total / 16);
+    pl.limit[device] = total > reserve ? total - reserve : 0;
   }
-  RADIX_RETURN_IF_ERROR(check(r, ("allocating " + std::to_string(bytes) + " bytes of device memory").c_str()));
-  std::lock_guard<std::mutex> lock(pl.mu);
-  pl.sizes[reinterpret_cast<void*>(p)] = size;
+  auto fits = [&] { return pl.allocated[device] + size <= pl.limit[device]; };
+  if (!fits()) {
+    // Give this device's cached blocks back to the driver first.
+    for (auto it = pl.free_blocks.begin(); it != pl.free_blocks.end();) {
+      if (it->first.first != device) { ++it; continue; }
+      driver_free(pl, it->second);
+      it = pl.free_blocks.erase(it);
+    }
+    pl.cached[device] = 0;
+  }
+  if (!fits())
+    return runtime_error("cuda: out of device memory: " + std::to_string(bytes) + " bytes requested with " +
+                         std::to_string(pl.allocated[device]) + " of " + std::to_string(pl.limit[device]) +
+                         " usable bytes in use on device " + std::to_string(device));
+  CUdeviceptr p = 0;
+  RADIX_RETURN_IF_ERROR(check(driver().MemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL),
+                              ("allocating " + std::to_string(bytes) + " bytes of device memory").c_str()));
+  pl.blocks[reinterpret_cast<void*>(p)] = {size, device};
+  pl.allocated[device] += size;
   return reinterpret_cast<void*>(p);
 }
 
-void free_device(void* p, size_t) { release_block(p); }
+void free_device(void* p) { release_block(p); }
+
+void* run_alloc(size_t bytes) {
+  auto r = allocate_device(t_run ? t_run->device() : 0, bytes);
+  if (!r.ok()) {
+    record_error(r.status());
+    return nullptr;
+  }
+  if (t_run) t_run->defer_free(r.value());
+  return r.value();
+}
+void run_release(void*) {}  // freed when the run ends
 
 void register_runtime_symbols() {
   static const bool done = [] {

@@ -30,6 +30,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "radix/backends/cuda/cuda_passes.h"
 
 namespace radix {
@@ -110,6 +111,20 @@ struct GpuMapPass : public mlir::PassWrapper<GpuMapPass, mlir::OperationPass<mli
     for (auto f : module.getOps<mlir::func::FuncOp>())
       if (!f.isDeclaration()) funcs.push_back(f);
     for (auto f : funcs) process_block(f.getBody().front());
+    // A constant tensor is a global of the host object: a kernel that reads
+    // it gets its own copy (gpu-kernel-outlining copies a global referenced
+    // inside a launch into the kernel's module).
+    module.walk([](mlir::gpu::LaunchOp launch) {
+      llvm::SetVector<mlir::Value> used;
+      mlir::getUsedValuesDefinedAbove(launch.getBody(), used);
+      mlir::OpBuilder b = mlir::OpBuilder::atBlockBegin(&launch.getBody().front());
+      for (mlir::Value v : used) {
+        auto global = v.getDefiningOp<mlir::memref::GetGlobalOp>();
+        if (!global) continue;
+        mlir::Value inside = b.clone(*global)->getResult(0);
+        v.replaceUsesWithIf(inside, [&](mlir::OpOperand& use) { return launch->isProperAncestor(use.getOwner()); });
+      }
+    });
   }
 
   void insert_sync(mlir::Operation* before) {

@@ -95,6 +95,9 @@ struct TileMatmulPass : public mlir::PassWrapper<TileMatmulPass, mlir::Operation
     mlir::Value c_tile = cidx(kTile), one = cidx(1), threads = cidx(kThreads);
     mlir::Value gx = mlir::arith::CeilDivSIOp::create(b, loc, N, c_tile);
     mlir::Value gy = mlir::arith::CeilDivSIOp::create(b, loc, M, c_tile);
+    // An empty product still launches one (idle) block: zero blocks is a launch error.
+    gx = mlir::arith::MaxSIOp::create(b, loc, gx, one);
+    gy = mlir::arith::MaxSIOp::create(b, loc, gy, one);
     auto ws = mlir::gpu::AddressSpaceAttr::get(ctx, mlir::gpu::AddressSpace::Workgroup);
     auto tile_t = mlir::MemRefType::get({kStep, kTile}, b.getF32Type(), mlir::MemRefLayoutAttrInterface{}, ws);
     auto launch = mlir::gpu::LaunchOp::create(b, loc, gx, gy, one, threads, threads, one, nullptr, nullptr, {},
