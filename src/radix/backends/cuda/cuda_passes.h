@@ -22,6 +22,11 @@ std::unique_ptr<mlir::Pass> create_wrap_scalar_ops_pass();
 // kernels with shared-memory tiles (see tile_matmul_pass.cc).
 std::unique_ptr<mlir::Pass> create_tile_matmul_pass();
 
+// "radix-gpu-parallel-first": a linalg.generic whose reduction loop comes
+// before a parallel one (a sum over the first axis) is interchanged so that
+// its parallel loops are outermost and become one kernel's threads.
+std::unique_ptr<mlir::Pass> create_parallel_first_pass();
+
 // "radix-gpu-map": parallel loops -> linearized gpu.launch kernels; other
 // host-level buffer work -> one-thread kernels; a host sync before host
 // reads of device memory (see gpu_map_pass.cc).

@@ -44,7 +44,7 @@ const Stage kStages[] = {
     // radix-gpu-map runs straight after the loops exist: canonicalize would
     // merge and reshape them first.
     {"gpu-map",
-     "radix-copies-to-linalg,@tile-matmul@radix-gpu-wrap-scalar-ops,convert-linalg-to-parallel-loops,radix-gpu-map,canonicalize,cse,"
+     "radix-copies-to-linalg,@tile-matmul@radix-gpu-parallel-first,radix-gpu-wrap-scalar-ops,convert-linalg-to-parallel-loops,radix-gpu-map,canonicalize,cse,"
      // Constants and index arithmetic move into the kernels (known there:
      // loop bounds unroll, divisions by constants become multiplications).
      "gpu-launch-sink-index-computations,gpu-kernel-outlining,symbol-dce"},
@@ -124,6 +124,7 @@ void register_cuda_passes() {
     mlir::registerPass(create_gpu_map_pass);
     mlir::registerPass(create_wrap_scalar_ops_pass);
     mlir::registerPass(create_tile_matmul_pass);
+    mlir::registerPass(create_parallel_first_pass);
     return true;
   }();
   (void)done;

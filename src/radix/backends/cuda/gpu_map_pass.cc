@@ -23,6 +23,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -270,6 +272,39 @@ struct WrapScalarOpsPass : public mlir::PassWrapper<WrapScalarOpsPass, mlir::Ope
   }
 };
 
+// "radix-gpu-parallel-first" (see cuda_passes.h).
+struct ParallelFirstPass : public mlir::PassWrapper<ParallelFirstPass, mlir::OperationPass<mlir::ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ParallelFirstPass)
+  llvm::StringRef getArgument() const override { return "radix-gpu-parallel-first"; }
+  llvm::StringRef getDescription() const override {
+    return "Interchange linalg.generic loops so that every parallel loop comes before the reductions";
+  }
+  void getDependentDialects(mlir::DialectRegistry& registry) const override {
+    registry.insert<mlir::linalg::LinalgDialect>();
+  }
+  void runOnOperation() override {
+    llvm::SmallVector<mlir::linalg::GenericOp> ops;
+    getOperation().walk([&](mlir::linalg::GenericOp op) {
+      if (!op->getParentOfType<mlir::gpu::LaunchOp>()) ops.push_back(op);
+    });
+    mlir::IRRewriter rewriter(&getContext());
+    for (mlir::linalg::GenericOp op : ops) {
+      // Stable: the parallel loops in their order, then the reductions in theirs.
+      llvm::SmallVector<unsigned> perm;
+      auto kinds = op.getIteratorTypesArray();
+      for (unsigned i = 0; i < kinds.size(); ++i)
+        if (kinds[i] == mlir::utils::IteratorType::parallel) perm.push_back(i);
+      for (unsigned i = 0; i < kinds.size(); ++i)
+        if (kinds[i] != mlir::utils::IteratorType::parallel) perm.push_back(i);
+      bool identity = true;
+      for (unsigned i = 0; i < perm.size(); ++i) identity = identity && perm[i] == i;
+      if (identity) continue;
+      rewriter.setInsertionPoint(op);
+      (void)mlir::linalg::interchangeGenericOp(rewriter, op, perm);
+    }
+  }
+};
+
 // "radix-copies-to-linalg" (see cuda_passes.h).
 struct CopiesToLinalgPass : public mlir::PassWrapper<CopiesToLinalgPass, mlir::OperationPass<mlir::ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CopiesToLinalgPass)
@@ -292,6 +327,8 @@ struct CopiesToLinalgPass : public mlir::PassWrapper<CopiesToLinalgPass, mlir::O
 }  // namespace
 
 std::unique_ptr<mlir::Pass> create_copies_to_linalg_pass() { return std::make_unique<CopiesToLinalgPass>(); }
+
+std::unique_ptr<mlir::Pass> create_parallel_first_pass() { return std::make_unique<ParallelFirstPass>(); }
 
 std::unique_ptr<mlir::Pass> create_wrap_scalar_ops_pass() { return std::make_unique<WrapScalarOpsPass>(); }
 
