@@ -24,7 +24,7 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "radix/backends/cpu/block_pool.h"
 #include "radix/backends/dialect_registry.h"
-#include "radix/backends/memref_descriptors.h"
+#include "radix/backends/native_executable.h"
 #include "radix/backends/cpu/cpu_pipelines.h"
 #include "radix/backends/cpu/cpu_threads.h"
 #include "radix/backends/cpu/object_jit.h"
@@ -82,17 +82,12 @@ extern "C" float radix_truncdfbf2(double x) {
 
 // A compiled program: its native object (kept for the executable cache) and
 // that object loaded into the JIT.
-class CpuExecutable : public BackendExecutable {
+class CpuExecutable : public NativeExecutable {
  public:
-  CpuExecutable(std::string object, std::unique_ptr<LoadedObject> loaded, void (*entry)(void**), Signature sig,
+  CpuExecutable(std::string object, std::unique_ptr<LoadedObject> loaded, void (*entry)(void**), const Signature& sig,
                 CompileStats compile_stats, int threads)
-      : object_(std::move(object)), loaded_(std::move(loaded)), entry_(entry), layout_(sig), threads_(threads) {
+      : NativeExecutable(std::move(object), std::move(loaded), entry, sig), threads_(threads) {
     stats = compile_stats;
-    ffi_sites_ = loaded_->symbols_with_prefix(ffi::detail::kSiteSymbolPrefix);
-  }
-  // Its custom-call sites (and their handlers' state) go with the code.
-  ~CpuExecutable() override {
-    if (!ffi_sites_.empty()) ffi::detail::forget_sites(ffi_sites_);
   }
 
   Status execute(std::span<void* const> inputs, std::span<void* const> outputs) override {
@@ -101,15 +96,9 @@ class CpuExecutable : public BackendExecutable {
     call_packed(layout_, entry_, inputs, outputs);
     return Status();
   }
-  std::string serialize() const override { return object_; }
 
  private:
-  std::string object_;
-  std::unique_ptr<LoadedObject> loaded_;
-  void (*entry_)(void**);
-  DescriptorLayout layout_;
   int threads_;
-  std::vector<const void*> ffi_sites_;  // custom-call descriptors in the object
 };
 
 // A program on a mesh of several devices runs in an MPI job of exactly that

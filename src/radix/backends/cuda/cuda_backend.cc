@@ -16,7 +16,7 @@
 #include "radix/backends/cuda/cuda_pipelines.h"
 #include "radix/backends/cuda/cuda_runtime.h"
 #include "radix/backends/dialect_registry.h"
-#include "radix/backends/memref_descriptors.h"
+#include "radix/backends/native_executable.h"
 #include "radix/compiler/stage_dumper.h"
 #include "radix/runtime/ffi_registry.h"
 #include "radix/runtime/ffi_site.h"
@@ -38,16 +38,12 @@ double ms_since(Clock::time_point t0) {
 
 // A compiled program: the host object (with every kernel's PTX inside),
 // loaded; its stream; the device it runs on.
-class CudaExecutable : public BackendExecutable {
+class CudaExecutable : public NativeExecutable {
  public:
   CudaExecutable(std::string object, std::unique_ptr<LoadedObject> loaded, void (*entry)(void**), const Signature& sig,
                  int device, CUstream stream)
-      : object_(std::move(object)), loaded_(std::move(loaded)), entry_(entry), layout_(sig), device_(device),
-        stream_(stream) {
-    ffi_sites_ = loaded_->symbols_with_prefix(ffi::detail::kSiteSymbolPrefix);
-  }
+      : NativeExecutable(std::move(object), std::move(loaded), entry, sig), device_(device), stream_(stream) {}
   ~CudaExecutable() override {
-    if (!ffi_sites_.empty()) ffi::detail::forget_sites(ffi_sites_);
     if (cuda::make_current(device_).ok()) {
       (void)cuda::driver().StreamSynchronize(stream_);
       loaded_.reset();  // unloads the kernels' modules (the object's destructors)
@@ -62,16 +58,10 @@ class CudaExecutable : public BackendExecutable {
     call_packed(layout_, entry_, inputs, outputs, [&](void (*e)(void**), void** args) { run.invoke(e, args); });
     return run.finish();
   }
-  std::string serialize() const override { return object_; }
 
  private:
-  std::string object_;
-  std::unique_ptr<LoadedObject> loaded_;
-  void (*entry_)(void**);
-  DescriptorLayout layout_;
   int device_;
   CUstream stream_;
-  std::vector<const void*> ffi_sites_;
 };
 
 class CudaBackend : public Backend {
