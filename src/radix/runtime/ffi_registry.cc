@@ -167,7 +167,7 @@ RadixFfi_Error* context_get(RadixFfi_ExecutionContext*, RadixFfi_TypeId id, void
 }
 
 RadixFfi_Error* context_device_ordinal(RadixFfi_ExecutionContext*, int32_t* out) {
-  *out = 0;  // one process is one device
+  *out = t_device ? t_device->device : 0;  // the CPU: one process is one device
   return nullptr;
 }
 
@@ -615,8 +615,8 @@ Status take_run_error() {
 }
 void clear_run_error() { t_run_error = Status(); }
 
-DeviceScope::DeviceScope(const char* p, void* s, void* (*a)(size_t), void (*r)(void*))
-    : platform(p), stream(s), alloc(a), release(r), outer(t_device) {
+DeviceScope::DeviceScope(const char* p, void* s, void* (*a)(size_t), void (*r)(void*), int d)
+    : platform(p), stream(s), alloc(a), release(r), device(d), outer(t_device) {
   t_device = this;
 }
 DeviceScope::~DeviceScope() { t_device = outer; }

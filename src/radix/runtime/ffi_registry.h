@@ -80,9 +80,11 @@ void forget_sites(const std::vector<const void*>& descriptors);
 // While alive on this thread (a backend's run), custom calls execute for
 // `platform`: a handler registered for it is preferred over a host ("cpu")
 // one, the execution context's stream is `stream`, and its device memory
-// comes from `alloc` / `release` (when set). Without one: the CPU.
+// comes from `alloc` / `release` (when set), on device `device`. Without
+// one: the CPU, device 0.
 struct DeviceScope {
-  DeviceScope(const char* platform, void* stream, void* (*alloc)(size_t) = nullptr, void (*release)(void*) = nullptr);
+  DeviceScope(const char* platform, void* stream, void* (*alloc)(size_t) = nullptr, void (*release)(void*) = nullptr,
+              int device = 0);
   ~DeviceScope();
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
@@ -90,6 +92,7 @@ struct DeviceScope {
   void* stream;
   void* (*alloc)(size_t);
   void (*release)(void*);
+  int device;  // the ordinal context_device_ordinal reports
   const DeviceScope* outer;
 };
 }  // namespace detail

@@ -54,7 +54,7 @@ class CudaExecutable : public NativeExecutable {
   Status execute(std::span<void* const> inputs, std::span<void* const> outputs) override {
     RADIX_RETURN_IF_ERROR(cuda::make_current(device_));
     cuda::RunScope run(device_, stream_);
-    ffi::detail::DeviceScope ffi_device("cuda", stream_, &cuda::run_alloc, &cuda::run_release);
+    ffi::detail::DeviceScope ffi_device("cuda", stream_, &cuda::run_alloc, &cuda::run_release, device_);
     call_packed(layout_, entry_, inputs, outputs, [&](void (*e)(void**), void** args) { run.invoke(e, args); });
     return run.finish();
   }

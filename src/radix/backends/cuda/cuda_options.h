@@ -14,8 +14,9 @@ struct CudaOptions {
   // ("sm_80", "sm_90", ...). Empty: the device's own, or sm_90 (an H100 /
   // H200) when compiling on a machine without a device.
   std::string target;
-  // f32 matmuls of 32 or more rows and columns as shared-memory tiled
-  // kernels (64 x 64 tiles); off: one thread per output, as every other op.
+  // Matmuls of 32 or more rows and columns (f32, f16, bf16) as
+  // shared-memory tiled kernels (64 x 64 tiles, f32 sums); off: one thread
+  // per output, as every other op.
   bool tile_matmul = true;
 };
 

@@ -18,8 +18,8 @@ std::unique_ptr<mlir::Pass> create_copies_to_linalg_pass();
 // its straight-line body would otherwise run on the host.
 std::unique_ptr<mlir::Pass> create_wrap_scalar_ops_pass();
 
-// "radix-gpu-tile-matmul": f32 matmuls of 32 or more rows and columns as
-// kernels with shared-memory tiles (see tile_matmul_pass.cc).
+// "radix-gpu-tile-matmul": matmuls of 32 or more rows and columns (f32,
+// f16, bf16) as kernels with shared-memory tiles (see tile_matmul_pass.cc).
 std::unique_ptr<mlir::Pass> create_tile_matmul_pass();
 
 // "radix-gpu-parallel-first": a linalg.generic whose reduction loop comes

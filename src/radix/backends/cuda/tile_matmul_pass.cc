@@ -1,5 +1,6 @@
-// "radix-gpu-tile-matmul": f32 linalg.matmul (bufferized) as one kernel with
-// shared-memory tiles, instead of radix-gpu-map's one thread per output.
+// "radix-gpu-tile-matmul": linalg.matmul (bufferized; f32, f16 or bf16
+// operands, widened to f32 as they are staged, sums in f32) as one kernel
+// with shared-memory tiles, instead of radix-gpu-map's one thread per output.
 //
 // A block of 16 x 16 threads computes a 64 x 64 tile of C; each thread owns
 // 4 x 4 outputs, rows ty + 16 i and columns tx + 16 j (so a warp's stores
@@ -46,7 +47,7 @@ struct TileMatmulPass : public mlir::PassWrapper<TileMatmulPass, mlir::Operation
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TileMatmulPass)
   llvm::StringRef getArgument() const override { return "radix-gpu-tile-matmul"; }
   llvm::StringRef getDescription() const override {
-    return "f32 matmuls as shared-memory tiled kernels (64x64 tiles, 16x16 threads, 4x4 outputs each)";
+    return "Float matmuls as shared-memory tiled kernels (64x64 tiles, 16x16 threads, 4x4 outputs each)";
   }
   void getDependentDialects(mlir::DialectRegistry& registry) const override {
     registry.insert<mlir::gpu::GPUDialect, mlir::scf::SCFDialect, mlir::arith::ArithDialect,
@@ -65,7 +66,9 @@ struct TileMatmulPass : public mlir::PassWrapper<TileMatmulPass, mlir::Operation
     if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2) return false;
     for (mlir::Value v : {op.getDpsInputs()[0], op.getDpsInputs()[1], op.getDpsInits()[0]}) {
       auto t = llvm::dyn_cast<mlir::MemRefType>(v.getType());
-      if (!t || t.getRank() != 2 || !t.getElementType().isF32()) return false;
+      if (!t || t.getRank() != 2) return false;
+      mlir::Type e = t.getElementType();
+      if (!e.isF32() && !e.isF16() && !e.isBF16()) return false;
     }
     auto maps = op.getIndexingMapsArray();
     auto [ar, ac] = dims_of(maps[0]);
@@ -118,13 +121,17 @@ struct TileMatmulPass : public mlir::PassWrapper<TileMatmulPass, mlir::Operation
     auto lt = [&](mlir::OpBuilder& bb, mlir::Value x, mlir::Value y) -> mlir::Value {
       return mlir::arith::CmpIOp::create(bb, loc, mlir::arith::CmpIPredicate::slt, x, y);
     };
+    // 16-bit floats are widened as they are staged: tiles and sums are f32.
+    auto to_f32 = [&](mlir::OpBuilder& bb, mlir::Value v) -> mlir::Value {
+      return v.getType().isF32() ? v : mlir::arith::ExtFOp::create(bb, loc, bb.getF32Type(), v).getResult();
+    };
     // global[i0][i1] if both in range, else 0.
     auto masked_load = [&](mlir::OpBuilder& bb, mlir::Value mem, mlir::Value i0, mlir::Value i1, mlir::Value in_range) {
       auto ifop = mlir::scf::IfOp::create(bb, loc, mlir::TypeRange{bb.getF32Type()}, in_range, /*withElse=*/true);
       {
         mlir::OpBuilder tb = mlir::OpBuilder::atBlockBegin(ifop.thenBlock());
         mlir::Value v = mlir::memref::LoadOp::create(tb, loc, mem, mlir::ValueRange{i0, i1});
-        mlir::scf::YieldOp::create(tb, loc, v);
+        mlir::scf::YieldOp::create(tb, loc, to_f32(tb, v));
       }
       {
         mlir::OpBuilder eb = mlir::OpBuilder::atBlockBegin(ifop.elseBlock());
@@ -196,7 +203,8 @@ struct TileMatmulPass : public mlir::PassWrapper<TileMatmulPass, mlir::Operation
         mlir::OpBuilder tb(ifop.thenBlock()->getTerminator());
         mlir::Value old = mlir::memref::LoadOp::create(tb, loc, C, mlir::ValueRange{r, c});
         mlir::Value sum = mlir::arith::AddFOp::create(
-            tb, loc, old, kloop.getResult(static_cast<unsigned>(i * kPerThread + j)));
+            tb, loc, to_f32(tb, old), kloop.getResult(static_cast<unsigned>(i * kPerThread + j)));
+        if (sum.getType() != old.getType()) sum = mlir::arith::TruncFOp::create(tb, loc, old.getType(), sum);
         mlir::memref::StoreOp::create(tb, loc, sum, C, mlir::ValueRange{r, c});
       }
     op.erase();
