@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Radix's CUDA checks on a GPU machine, from the repository root, with what
-# scripts/cuda-device-pack.sh packed here (the device image has no MLIR):
-#   call 1: carry [".device"], command: bash scripts/cuda-device-check.sh unpack 1
-#   call 2: carry [".device"] (re-pack with part 2 only, or carry both if they fit),
+# scripts/cuda-device-pack.sh packed here (the device image has no MLIR). One
+# part per call (a call carries 64 MiB at most); the warm machine keeps the
+# unpacked .device-root/ between the calls (the second must follow within
+# the machine's idle window):
+#   call 1: carry [".device/part1.tar.xz"],
+#           command: bash scripts/cuda-device-check.sh unpack 1
+#   call 2: carry [".device/part2.tar.xz"], timeout_s 600,
 #           command: bash scripts/cuda-device-check.sh unpack 2 && bash scripts/cuda-device-check.sh run
 # `run` writes bench/CUDA_RESULTS.md's raw material to $OUT (or ./cuda-out):
 #   tests.log      the CUDA backend's tests and the whole op harness on the GPU
