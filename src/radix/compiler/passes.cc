@@ -1,7 +1,10 @@
 #include "radix/compiler/passes.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "radix/trace/diagnostic_collector.h"
 
 namespace radix {
 
@@ -12,6 +15,21 @@ void register_radix_passes() {
     return true;
   }();
   (void)done;
+}
+
+Status run_pass_pipeline(mlir::ModuleOp module, const std::string& what, const std::string& pipeline,
+                         detail::DiagnosticCollector& diags) {
+  mlir::PassManager pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
+  if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, llvm::errs())))
+    return compile_error(what + ": pass pipeline does not parse: " + pipeline);
+  if (mlir::failed(pm.run(module))) return compile_error(what + " (" + pipeline + ") failed:\n" + diags.text());
+  return Status();
+}
+
+std::string replace_all(std::string text, std::string_view key, std::string_view by) {
+  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + by.size()))
+    text.replace(at, key.size(), by);
+  return text;
 }
 
 }  // namespace radix

@@ -3,10 +3,16 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <string_view>
 
-namespace mlir { class Pass; }
+#include "radix/core/status.h"
+
+namespace mlir { class Pass; class ModuleOp; }
 
 namespace radix {
+
+namespace detail { class DiagnosticCollector; }
 
 // "radix-results-to-destinations": rewrites func.func @main(tensors) ->
 // (tensors) into destination-passing style, @main(tensors..., memrefs...) with
@@ -25,5 +31,14 @@ std::unique_ptr<mlir::Pass> create_untie_shared_inits_pass();
 
 // Registers the passes above with MLIR's textual pipeline parser (idempotent).
 void register_radix_passes();
+
+// Parses `pipeline` (the inner part of builtin.module(...)) and runs it on
+// `module`: a compile error naming `what` (e.g. "stage 'bufferize'") and the
+// pipeline, with the diagnostics `diags` collected, if either fails.
+Status run_pass_pipeline(mlir::ModuleOp module, const std::string& what, const std::string& pipeline,
+                         detail::DiagnosticCollector& diags);
+
+// `text` with every `key` replaced by `by` (a pipeline's @placeholders@).
+std::string replace_all(std::string text, std::string_view key, std::string_view by);
 
 }  // namespace radix

@@ -18,7 +18,8 @@ std::unique_ptr<mlir::Pass> create_math_approximation_pass();
 std::unique_ptr<mlir::Pass> create_materialize_reduction_indices_pass();
 
 // "radix-strided-copies-to-loops": memref.copy between non-contiguous
-// buffers becomes linalg.copy (loops) instead of a runtime-library call.
+// buffers becomes linalg.copy (loops) instead of a runtime-library call;
+// with {every-copy=true}, every copy (the CUDA backend: a kernel).
 std::unique_ptr<mlir::Pass> create_strided_copies_to_loops_pass();
 
 // "radix-fuse-elementwise": linalg elementwise fusion between generics only

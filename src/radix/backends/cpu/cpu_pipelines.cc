@@ -124,13 +124,8 @@ namespace {
 // nothing to convert) and @mpi@ by the mpi dialect's lowering in a sharded
 // program (convert-to-llvm fails on a dialect never loaded).
 std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options, bool partitioned) {
-  std::string p = stage.pipeline;
-  auto replace = [&](const std::string& key, const std::string& by) {
-    for (size_t at = p.find(key); at != std::string::npos; at = p.find(key)) p.replace(at, key.size(), by);
-  };
-  replace("@threads@", std::to_string(resolve_cpu_threads(options.threads)));
-  replace("@mpi@", partitioned ? "convert-to-llvm{filter-dialects=mpi}," : "");
-  return p;
+  std::string p = replace_all(stage.pipeline, "@threads@", std::to_string(resolve_cpu_threads(options.threads)));
+  return replace_all(std::move(p), "@mpi@", partitioned ? "convert-to-llvm{filter-dialects=mpi}," : "");
 }
 
 bool has_grid(mlir::ModuleOp module) {
@@ -211,14 +206,8 @@ Status finish_collectives(mlir::ModuleOp module) {
 
 Status run_pipeline(mlir::ModuleOp module, const PipelineStage& stage, const CpuOptions& options,
                     detail::DiagnosticCollector& diags, bool partitioned) {
-  const std::string name = stage.name;
-  const std::string pipeline = stage_pipeline(stage, options, partitioned);
-  mlir::PassManager pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
-  if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, llvm::errs())))
-    return compile_error("stage '" + name + "': pass pipeline does not parse: " + pipeline);
-  if (mlir::failed(pm.run(module)))
-    return compile_error("stage '" + name + "' (" + pipeline + ") failed:\n" + diags.text());
-  return Status();
+  return run_pass_pipeline(module, "stage '" + std::string(stage.name) + "'",
+                           stage_pipeline(stage, options, partitioned), diags);
 }
 }  // namespace
 

@@ -41,8 +41,9 @@ double ms_since(Clock::time_point t0) {
 class CudaExecutable : public NativeExecutable {
  public:
   CudaExecutable(std::string object, std::unique_ptr<LoadedObject> loaded, void (*entry)(void**), const Signature& sig,
-                 int device, CUstream stream)
-      : NativeExecutable(std::move(object), std::move(loaded), entry, sig), device_(device), stream_(stream) {}
+                 int device, CUstream stream, bool sync_whole_device)
+      : NativeExecutable(std::move(object), std::move(loaded), entry, sig), device_(device), stream_(stream),
+        sync_whole_device_(sync_whole_device) {}
   ~CudaExecutable() override {
     if (cuda::make_current(device_).ok()) {
       (void)cuda::driver().StreamSynchronize(stream_);
@@ -53,7 +54,7 @@ class CudaExecutable : public NativeExecutable {
 
   Status execute(std::span<void* const> inputs, std::span<void* const> outputs) override {
     RADIX_RETURN_IF_ERROR(cuda::make_current(device_));
-    cuda::RunScope run(device_, stream_);
+    cuda::RunScope run(device_, stream_, sync_whole_device_);
     ffi::detail::DeviceScope ffi_device("cuda", stream_, &cuda::run_alloc, &cuda::run_release, device_);
     call_packed(layout_, entry_, inputs, outputs, [&](void (*e)(void**), void** args) { run.invoke(e, args); });
     return run.finish();
@@ -62,6 +63,7 @@ class CudaExecutable : public NativeExecutable {
  private:
   int device_;
   CUstream stream_;
+  bool sync_whole_device_;  // no concurrent managed access: host reads drain the device
 };
 
 class CudaBackend : public Backend {
@@ -83,14 +85,17 @@ class CudaBackend : public Backend {
     return check_dump_stages(options.diagnostics, cuda_stage_names());
   }
 
-  // The device's architecture when one is present (and no target is set).
-  std::string device_sm() const {
-    auto d = cuda::open_device(ordinal_);
-    return d.ok() ? d.value().sm() : "";
+  // The architecture code is generated for: the option's, else the
+  // device's when one is present (see resolve_sm).
+  Result<std::string> target_sm(const CompileOptions& options) const {
+    std::string device_sm;
+    if (options.codegen.cuda.target.empty())
+      if (auto d = cuda::open_device(ordinal_); d.ok()) device_sm = d->sm();
+    return resolve_sm(options.codegen.cuda.target, device_sm);
   }
 
   std::string codegen_fingerprint(const CompileOptions& options) const override {
-    auto sm = resolve_sm(options.codegen.cuda.target, options.codegen.cuda.target.empty() ? device_sm() : "");
+    auto sm = target_sm(options);
     return "sm=" + (sm.ok() ? sm.value() : options.codegen.cuda.target) +
            ";opt=" + std::to_string(options.codegen.opt_level) + ";libdevice=" + (find_libdevice().empty() ? "0" : "1") +
            ";tile_matmul=" + std::to_string(options.codegen.cuda.tile_matmul);
@@ -115,8 +120,7 @@ class CudaBackend : public Backend {
     }
     dumper.dump_module("traced", *module);
     CudaLowering lowering;
-    RADIX_ASSIGN_OR_RETURN(lowering.sm, resolve_sm(options.codegen.cuda.target,
-                                                   options.codegen.cuda.target.empty() ? device_sm() : ""));
+    RADIX_ASSIGN_OR_RETURN(lowering.sm, target_sm(options));
     lowering.opt_level = options.codegen.opt_level;
     lowering.libdevice = find_libdevice();
     lowering.tile_matmul = options.codegen.cuda.tile_matmul;
@@ -150,10 +154,9 @@ class CudaBackend : public Backend {
     return stats;
   }
 
+  // (Platform::compile has checked available(): there is a device.)
   Result<std::unique_ptr<BackendExecutable>> compile(const CompileJob& job) override {
     auto t0 = Clock::now();
-    // Fail before the work when there is no device to run on.
-    RADIX_RETURN_IF_ERROR(available());
     CompileStats stats;
     stats.dump_folder = job.dump_folder;
     RADIX_ASSIGN_OR_RETURN(std::string object, build_object(job, stats));
@@ -169,14 +172,14 @@ class CudaBackend : public Backend {
   }
 
   Result<std::unique_ptr<BackendExecutable>> load(std::string_view bytes, const CompileJob& job) override {
-    RADIX_RETURN_IF_ERROR(available());
     return load_object(std::string(bytes), *job.signature);
   }
 
   // Loads the host object; its static constructors load each kernel's PTX
   // into the device's context (errors kept by the runtime, reported here).
+  // Without a device: "no CUDA device: ..." from open_device.
   Result<std::unique_ptr<BackendExecutable>> load_object(std::string object, const Signature& sig) {
-    RADIX_RETURN_IF_ERROR(cuda::make_current(ordinal_));
+    RADIX_ASSIGN_OR_RETURN(cuda::DeviceInfo device, cuda::open_device(ordinal_));
     (void)cuda::take_load_error();
     std::vector<HostSymbol> symbols = host_symbols();
     RADIX_ASSIGN_OR_RETURN(std::unique_ptr<LoadedObject> loaded, LoadedObject::load(object, symbols));
@@ -184,15 +187,17 @@ class CudaBackend : public Backend {
     RADIX_ASSIGN_OR_RETURN(auto entry, loaded->packed_entry("main"));
     CUstream stream = nullptr;
     RADIX_RETURN_IF_ERROR(cuda::check(cuda::driver().StreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
-    return std::unique_ptr<BackendExecutable>(
-        new CudaExecutable(std::move(object), std::move(loaded), entry, sig, ordinal_, stream));
+    return std::unique_ptr<BackendExecutable>(new CudaExecutable(std::move(object), std::move(loaded), entry, sig,
+                                                                 ordinal_, stream, !device.concurrent_managed_access));
   }
 
   // Device memory is managed memory (see cuda_runtime.h); pinned host memory
   // is page-locked and mapped into the device's address space.
+  // Every output of every call comes here: no more than a thread-local
+  // check of the current context (which says "no CUDA device" without one).
   Result<void*> allocate(size_t bytes, MemoryKind kind) override {
-    RADIX_RETURN_IF_ERROR(available());
     if (kind == MemoryKind::kDevice) return cuda::allocate_device(ordinal_, bytes);
+    RADIX_RETURN_IF_ERROR(cuda::make_current(ordinal_));
     void* p = nullptr;
     RADIX_RETURN_IF_ERROR(cuda::check(
         cuda::driver().MemHostAlloc(&p, std::max<size_t>(bytes, 1), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),

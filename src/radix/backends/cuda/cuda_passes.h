@@ -8,11 +8,6 @@ namespace mlir { class Pass; }
 
 namespace radix {
 
-// "radix-copies-to-linalg": every memref.copy of a host function becomes a
-// linalg.copy, so that it is mapped to a kernel like any other op (a host
-// memcpy cannot read device memory).
-std::unique_ptr<mlir::Pass> create_copies_to_linalg_pass();
-
 // "radix-gpu-wrap-scalar-ops": a linalg op with no loops (0-d, after unit
 // dims were folded) becomes a one-thread kernel before the loops are made:
 // its straight-line body would otherwise run on the host.

@@ -14,6 +14,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "radix/backends/cpu/cpu_passes.h"
 #include "radix/backends/cuda/cuda_passes.h"
+#include "radix/compiler/passes.h"
 #include "radix/runtime/profiler.h"
 #include "radix/trace/diagnostic_collector.h"
 
@@ -44,7 +45,7 @@ const Stage kStages[] = {
     // radix-gpu-map runs straight after the loops exist: canonicalize would
     // merge and reshape them first.
     {"gpu-map",
-     "radix-copies-to-linalg,@tile-matmul@radix-gpu-parallel-first,radix-gpu-wrap-scalar-ops,convert-linalg-to-parallel-loops,radix-gpu-map,canonicalize,cse,"
+     "radix-strided-copies-to-loops{every-copy=true},@tile-matmul@radix-gpu-parallel-first,radix-gpu-wrap-scalar-ops,convert-linalg-to-parallel-loops,radix-gpu-map,canonicalize,cse,"
      // Constants and index arithmetic move into the kernels (known there:
      // loop bounds unroll, divisions by constants become multiplications).
      "gpu-launch-sink-index-computations,gpu-kernel-outlining,symbol-dce"},
@@ -73,11 +74,6 @@ void register_all_once() {
     return true;
   }();
   (void)done;
-}
-
-std::string replace_all(std::string p, const std::string& key, const std::string& by) {
-  for (size_t at = p.find(key); at != std::string::npos; at = p.find(key, at + by.size())) p.replace(at, key.size(), by);
-  return p;
 }
 
 // Temporaries of the host code are device memory: memref.alloc / dealloc
@@ -120,7 +116,6 @@ bool needs_libdevice(mlir::ModuleOp module) {
 
 void register_cuda_passes() {
   static const bool done = [] {
-    mlir::registerPass(create_copies_to_linalg_pass);
     mlir::registerPass(create_gpu_map_pass);
     mlir::registerPass(create_wrap_scalar_ops_pass);
     mlir::registerPass(create_tile_matmul_pass);
@@ -186,11 +181,7 @@ Status run_cuda_lowering(mlir::ModuleOp module, const CudaLowering& lowering, St
     pipeline = replace_all(pipeline, "@opt@", std::to_string(lowering.opt_level));
     pipeline = replace_all(pipeline, "@tile-matmul@", lowering.tile_matmul ? "radix-gpu-tile-matmul," : "");
     pipeline = replace_all(pipeline, "@libdevice@", lowering.libdevice.empty() ? "" : "l=" + lowering.libdevice);
-    mlir::PassManager pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
-    if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, llvm::errs())))
-      return compile_error("cuda stage '" + name + "': pass pipeline does not parse: " + pipeline);
-    if (mlir::failed(pm.run(module)))
-      return compile_error("cuda stage '" + name + "' (" + pipeline + ") failed:\n" + diags.text());
+    RADIX_RETURN_IF_ERROR(run_pass_pipeline(module, "cuda stage '" + name + "'", pipeline, diags));
     if (name == "ptx") {
       for (auto& [kernel, ptx] : ptx_of(module)) {
         dumper.dump_file("ptx", kernel + ".ptx", ptx);

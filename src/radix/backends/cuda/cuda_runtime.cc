@@ -16,7 +16,6 @@ namespace {
 
 thread_local RunScope* t_run = nullptr;
 thread_local Status t_load_error;
-thread_local CUstream t_fallback_stream = nullptr;  // launches outside a run (none expected)
 
 // ---- The pool of managed blocks ---------------------------------------------
 // Blocks are handed out again only after the run that freed them has
@@ -116,12 +115,9 @@ extern "C" void* radix_mgpuModuleGetFunction(void* m, const char* name) {
 // Launches go to the run's stream: "creating" a stream returns it and
 // destroying it does nothing. Synchronizing after each launch is skipped
 // (the stream orders the kernels); radix_cuda_host_sync drains it where the
-// host reads memory, and the run drains it at its end.
-extern "C" void* radix_mgpuStreamCreate() {
-  if (CUstream s = current_stream()) return s;
-  if (!t_fallback_stream) (void)driver().StreamCreate(&t_fallback_stream, CU_STREAM_NON_BLOCKING);
-  return t_fallback_stream;
-}
+// host reads memory, and the run drains it at its end. (Only a run launches:
+// outside one this is the legacy default stream, null.)
+extern "C" void* radix_mgpuStreamCreate() { return current_stream(); }
 extern "C" void radix_mgpuStreamDestroy(void*) {}
 extern "C" void radix_mgpuStreamSynchronize(void* s) {
   if (s != current_stream()) (void)driver().StreamSynchronize(static_cast<CUstream>(s));
@@ -157,11 +153,9 @@ extern "C" void radix_cuda_free(void* p) {
 }
 void host_sync() {
   if (!t_run) return;
-  auto info = open_device(t_run->device());
   // Without concurrent managed access the host may not touch managed memory
   // while any kernel of the device runs.
-  CUresult r = info.ok() && !info->concurrent_managed_access ? driver().CtxSynchronize()
-                                                             : driver().StreamSynchronize(t_run->stream());
+  CUresult r = t_run->sync_whole_device() ? driver().CtxSynchronize() : driver().StreamSynchronize(t_run->stream());
   if (r != CUDA_SUCCESS) record_error(check(r, "synchronizing before a host read"));
 }
 extern "C" void radix_cuda_host_sync() {
@@ -172,7 +166,10 @@ extern "C" void radix_cuda_host_sync() {
 }  // namespace
 
 // ---- RunScope ---------------------------------------------------------------
-RunScope::RunScope(int device, CUstream stream) : outer_(t_run), device_(device), stream_(stream) { t_run = this; }
+RunScope::RunScope(int device, CUstream stream, bool sync_whole_device)
+    : outer_(t_run), device_(device), stream_(stream), sync_whole_device_(sync_whole_device) {
+  t_run = this;
+}
 
 RunScope::~RunScope() {
   if (!finished_) (void)finish();

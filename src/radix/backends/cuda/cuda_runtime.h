@@ -42,10 +42,11 @@ void register_runtime_symbols();
 // One run of a program on `stream` (device `device`, current on this
 // thread): while alive, the program's launches go to `stream` and its
 // temporaries are collected (released when the run ends, after the stream
-// drained).
+// drained). `sync_whole_device`: a host read drains the whole device, not
+// only the stream (a device without concurrent managed access).
 class RunScope {
  public:
-  RunScope(int device, CUstream stream);
+  RunScope(int device, CUstream stream, bool sync_whole_device);
   ~RunScope();
   RunScope(const RunScope&) = delete;
   RunScope& operator=(const RunScope&) = delete;
@@ -58,6 +59,7 @@ class RunScope {
 
   int device() const { return device_; }
   CUstream stream() const { return stream_; }
+  bool sync_whole_device() const { return sync_whole_device_; }
   bool failed() const { return !error_.ok(); }
   void fail(Status st) {
     if (error_.ok()) error_ = std::move(st);
@@ -71,6 +73,7 @@ class RunScope {
   RunScope* outer_;
   int device_;
   CUstream stream_;
+  bool sync_whole_device_;
   std::vector<void*> pending_;
   Status error_;
   bool finished_ = false;

@@ -109,6 +109,7 @@ struct GpuMapPass : public mlir::PassWrapper<GpuMapPass, mlir::OperationPass<mli
 
   void runOnOperation() override {
     mlir::ModuleOp module = getOperation();
+    sync_fn = nullptr;  // of this module, declared on first use
     llvm::SmallVector<mlir::func::FuncOp> funcs;
     for (auto f : module.getOps<mlir::func::FuncOp>())
       if (!f.isDeclaration()) funcs.push_back(f);
@@ -192,19 +193,15 @@ struct GpuMapPass : public mlir::PassWrapper<GpuMapPass, mlir::OperationPass<mli
     insert_sync(op);
   }
 
-  // gpu.launch with a 1-D grid of `blocks` x `threads`; returns the builder
-  // positioned in its body (before the terminator) and the linear thread id.
-  static std::pair<mlir::gpu::LaunchOp, mlir::Value> make_launch(mlir::OpBuilder& b, mlir::Location loc,
-                                                                 mlir::Value blocks, mlir::Value threads) {
+  // gpu.launch with a 1-D grid of `blocks` x `threads`, `b` positioned in its
+  // body before the terminator.
+  static mlir::gpu::LaunchOp make_launch(mlir::OpBuilder& b, mlir::Location loc, mlir::Value blocks,
+                                         mlir::Value threads) {
     mlir::Value one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
     auto launch = mlir::gpu::LaunchOp::create(b, loc, blocks, one, one, threads, one, one);
-    mlir::Block& body = launch.getBody().front();
-    b.setInsertionPointToStart(&body);
-    auto term = mlir::gpu::TerminatorOp::create(b, loc);
-    b.setInsertionPoint(term);
-    mlir::Value bid = launch.getBlockIds().x, tid = launch.getThreadIds().x, bdim = launch.getBlockSize().x;
-    mlir::Value lin = mlir::arith::AddIOp::create(b, loc, mlir::arith::MulIOp::create(b, loc, bid, bdim), tid);
-    return {launch, lin};
+    b.setInsertionPointToStart(&launch.getBody().front());
+    b.setInsertionPoint(mlir::gpu::TerminatorOp::create(b, loc));
+    return launch;
   }
 
   void to_launch(mlir::scf::ParallelOp par) {
@@ -224,9 +221,10 @@ struct GpuMapPass : public mlir::PassWrapper<GpuMapPass, mlir::OperationPass<mli
     mlir::Value blocks = mlir::arith::CeilDivSIOp::create(b, loc, total, tpb);
     // An empty iteration space still launches one (idle) block: a grid of
     // zero blocks is a launch error.
-    mlir::Value one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
-    blocks = mlir::arith::MaxSIOp::create(b, loc, blocks, one);
-    auto [launch, lin] = make_launch(b, loc, blocks, tpb);
+    blocks = mlir::arith::MaxSIOp::create(b, loc, blocks, mlir::arith::ConstantIndexOp::create(b, loc, 1));
+    auto launch = make_launch(b, loc, blocks, tpb);
+    mlir::Value lin = mlir::arith::AddIOp::create(
+        b, loc, mlir::arith::MulIOp::create(b, loc, launch.getBlockIds().x, tpb), launch.getThreadIds().x);
     mlir::Value in_range = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::slt, lin, total);
     auto guard = mlir::scf::IfOp::create(b, loc, in_range, /*withElseRegion=*/false);
     b.setInsertionPoint(guard.thenBlock()->getTerminator());
@@ -247,8 +245,7 @@ struct GpuMapPass : public mlir::PassWrapper<GpuMapPass, mlir::OperationPass<mli
     mlir::OpBuilder b(op);
     mlir::Location loc = op->getLoc();
     mlir::Value one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
-    auto [launch, lin] = make_launch(b, loc, one, one);
-    (void)lin;
+    auto launch = make_launch(b, loc, one, one);
     op->moveBefore(launch.getBody().front().getTerminator());
   }
 };
@@ -296,37 +293,14 @@ struct ParallelFirstPass : public mlir::PassWrapper<ParallelFirstPass, mlir::Ope
         if (kinds[i] == mlir::utils::IteratorType::parallel) perm.push_back(i);
       for (unsigned i = 0; i < kinds.size(); ++i)
         if (kinds[i] != mlir::utils::IteratorType::parallel) perm.push_back(i);
-      bool identity = true;
-      for (unsigned i = 0; i < perm.size(); ++i) identity = identity && perm[i] == i;
-      if (identity) continue;
+      if (llvm::is_sorted(perm)) continue;  // already parallel-first
       rewriter.setInsertionPoint(op);
       (void)mlir::linalg::interchangeGenericOp(rewriter, op, perm);
     }
   }
 };
 
-// "radix-copies-to-linalg" (see cuda_passes.h).
-struct CopiesToLinalgPass : public mlir::PassWrapper<CopiesToLinalgPass, mlir::OperationPass<mlir::ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CopiesToLinalgPass)
-  llvm::StringRef getArgument() const override { return "radix-copies-to-linalg"; }
-  llvm::StringRef getDescription() const override { return "Turn every memref.copy into linalg.copy (a kernel)"; }
-  void getDependentDialects(mlir::DialectRegistry& registry) const override {
-    registry.insert<mlir::linalg::LinalgDialect>();
-  }
-  void runOnOperation() override {
-    llvm::SmallVector<mlir::memref::CopyOp> copies;
-    getOperation().walk([&](mlir::memref::CopyOp c) { copies.push_back(c); });
-    for (mlir::memref::CopyOp c : copies) {
-      mlir::OpBuilder b(c);
-      mlir::linalg::CopyOp::create(b, c.getLoc(), c.getSource(), c.getTarget());
-      c.erase();
-    }
-  }
-};
-
 }  // namespace
-
-std::unique_ptr<mlir::Pass> create_copies_to_linalg_pass() { return std::make_unique<CopiesToLinalgPass>(); }
 
 std::unique_ptr<mlir::Pass> create_parallel_first_pass() { return std::make_unique<ParallelFirstPass>(); }
 
