@@ -426,12 +426,6 @@ TEST(Schedule, HostIsaIsDetected) {
   EXPECT_TRUE(h.registers == 16 || h.registers == 32);
 }
 
-}  // namespace
-}  // namespace radix
-
-namespace radix {
-namespace {
-
 // Reductions over several axes at once (and full reductions) take the
 // vectorized reduction paths, not plain loops, on every ISA.
 TEST(Schedule, MultiAxisReductionsAreVectorized) {
@@ -470,6 +464,49 @@ TEST(Schedule, MultiAxisReductionsAreVectorized) {
     EXPECT_TRUE(testing::all_close(must(s02.to_host<float>()), w02, 1e-5, 1e-4));
     EXPECT_TRUE(testing::all_close(must(s12.to_host<float>()), w12, 1e-5, 1e-4));
     EXPECT_EQ(must(mx.to_host<float>())[0], wmx);
+  }
+}
+
+// Row-fused groups keep their per-row temporaries (the row's max / sum, a row
+// of exp values) on the stack, allocated once per call (or once per parallel
+// row), not once per row: so 200,000 rows neither call malloc per row nor
+// grow the stack per row (per-row stack buffers would need ~50 MB here, far
+// beyond a thread's stack). Softmax, whose exp pass is compute-bound,
+// prefetches the next row; RMSNorm (store-bound) does not.
+TEST(Schedule, RowTemporariesOnTheStackAndSoftmaxPrefetchesTheNextRow) {
+  const int64_t R = 200000, C = 32;
+  const Shape s(DType::kF32, {R, C}, {"r", "c"});
+  std::vector<float> x = testing::random_vec<float>(static_cast<size_t>(R * C), -4, 4, 61);
+  for (int threads : {1, 2}) {
+    for (bool soft : {true, false}) {
+      const std::string what = std::string(soft ? "softmax" : "rms_norm") + " t" + std::to_string(threads);
+      fs::path dir = fs::temp_directory_path() / ("radix-rowstack-" + std::to_string(::getpid()));
+      fs::remove_all(dir);
+      CompileFnOptions o;
+      o.compile.codegen.cpu.threads = threads;
+      o.compile.diagnostics.dump = {"bufferize"};
+      o.compile.diagnostics.dump_dir = dir.string();
+      auto fn = [soft](Tensor t) { return soft ? softmax(t, "c") : nn::rms_norm(t, "c", 1e-5); };
+      auto exe = must(compile_fn(cpu(), o, fn, s));
+      const std::string ir = slurp_stage(dir, "bufferize.mlir");
+      fs::remove_all(dir);
+      EXPECT_EQ(ir.find("memref.alloc("), std::string::npos) << what << "\n" << ir;
+      EXPECT_NE(ir.find("memref.alloca("), std::string::npos) << what << "\n" << ir;
+      EXPECT_EQ(ir.find("memref.prefetch") != std::string::npos, soft) << what << "\n" << ir;
+      std::vector<float> got = must(must(exe.call(must(cpu().buffer(s, x)))).to_host<float>());
+      // Every 997th row against a double loop (f32 with the polynomial exp).
+      for (int64_t r = 0; r < R; r += 997) {
+        const float* in = x.data() + r * C;
+        double m = in[0], acc = 0, want[C];
+        for (int64_t c = 0; c < C; ++c) m = std::max(m, double(in[c]));
+        for (int64_t c = 0; c < C; ++c) acc += soft ? std::exp(in[c] - m) : double(in[c]) * in[c];
+        for (int64_t c = 0; c < C; ++c)
+          want[c] = soft ? std::exp(in[c] - m) / acc : in[c] / std::sqrt(acc / C + 1e-5);
+        for (int64_t c = 0; c < C; ++c)
+          ASSERT_NEAR(got[static_cast<size_t>(r * C + c)], want[c], 2e-6 + 2e-5 * std::abs(want[c]))
+              << what << " row " << r << " column " << c;
+      }
+    }
   }
 }
 

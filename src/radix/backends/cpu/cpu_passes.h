@@ -30,6 +30,19 @@ std::unique_ptr<mlir::Pass> create_fuse_elementwise_pass();
 // memref.load / memref.store (a 0-D read of a strided buffer does not lower).
 std::unique_ptr<mlir::Pass> create_scalar_vector_transfers_pass();
 
+// "radix-stack-small-buffers": small static temporaries that live within one
+// loop iteration (a row's max / sum, a row temporary) become stack buffers
+// hoisted out of sequential loops (never out of a parallel loop's body).
+std::unique_ptr<mlir::Pass> create_stack_small_buffers_pass();
+
+// "radix-prefetch-next-row": in row-fused loops (marked by the schedule),
+// the compute-heavy column loop prefetches the next row.
+std::unique_ptr<mlir::Pass> create_prefetch_next_row_pass();
+
+// "radix-lower-alloca-scopes": memref.alloca_scope becomes stack save /
+// restore around its inlined body (before scf-to-cf splits the body).
+std::unique_ptr<mlir::Pass> create_lower_alloca_scopes_pass();
+
 // "radix-collectives-to-mpi": shard.all_reduce / shard.all_gather become
 // MPI_Allreduce / MPI_Allgather through the runtime's wrappers (see the
 // pass for why not convert-shard-to-mpi's all_reduce).

@@ -51,15 +51,18 @@ const PipelineStage kStages[] = {
      // A callee's result that is its argument updated in place (a KV cache)
      // is dropped; the caller reads its own buffer.
      "drop-equivalent-buffer-results,"
-     "buffer-deallocation-pipeline,canonicalize,cse,radix-strided-copies-to-loops,radix-scalar-vector-transfers"},
+     // Before deallocation: stack buffers need none.
+     "radix-stack-small-buffers,"
+     "buffer-deallocation-pipeline,canonicalize,cse,radix-strided-copies-to-loops,radix-scalar-vector-transfers,"
+     "radix-prefetch-next-row"},
     {"math", "func.func(math-extend-to-supported-types),radix-math-approximation"},
     // Threads first: the schedule's scf.forall loops become scf.parallel and
     // then OpenMP parallel worksharing loops (LLVM's libomp at run time).
     // canonicalize inlines the memref.alloca_scope each parallel body is
-    // wrapped in (nothing is stack-allocated in it), which convert-scf-to-cf
-    // would otherwise leave invalid with several blocks.
+    // wrapped in when nothing is stack-allocated in it; the others become
+    // stack save / restore before convert-scf-to-cf splits their bodies.
     {"lower",
-     "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=@threads@},canonicalize,"
+     "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=@threads@},canonicalize,radix-lower-alloca-scopes,"
      "convert-vector-to-scf{full-unroll},convert-linalg-to-loops,"
      "expand-strided-metadata,lower-affine,"
      "func.func(math-extend-to-supported-types,"
@@ -67,7 +70,10 @@ const PipelineStage kStages[] = {
      "arith-expand{include-bf16=true}),"
      // math before vector: libm calls for vector math (f64 erf, tan, ...) are
      // unrolled into vector.extract / insert, which vector-to-llvm then lowers.
-     "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,"
+     // Vector reductions (a row's partial sums) may reassociate: a shuffle
+     // tree instead of a lane-by-lane chain; their inputs are already
+     // reassociated partial sums.
+     "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm{reassociate-fp-reductions},"
      // @mpi@: in sharded programs, the mpi dialect's calls into the MPI
      // library for the ABI the module names (dlti.map).
      "finalize-memref-to-llvm,@mpi@convert-arith-to-llvm,"
@@ -84,6 +90,9 @@ void register_cpu_passes() {
     mlir::registerPass(create_materialize_reduction_indices_pass);
     mlir::registerPass(create_strided_copies_to_loops_pass);
     mlir::registerPass(create_scalar_vector_transfers_pass);
+    mlir::registerPass(create_stack_small_buffers_pass);
+    mlir::registerPass(create_lower_alloca_scopes_pass);
+    mlir::registerPass(create_prefetch_next_row_pass);
     mlir::registerPass(create_fuse_elementwise_pass);
     mlir::registerPass(create_collectives_to_mpi_pass);
     mlir::registerPass(create_custom_calls_pass);
