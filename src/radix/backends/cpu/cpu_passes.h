@@ -39,6 +39,11 @@ std::unique_ptr<mlir::Pass> create_stack_small_buffers_pass();
 // the compute-heavy column loop prefetches the next row.
 std::unique_ptr<mlir::Pass> create_prefetch_next_row_pass();
 
+// "radix-prefetch-next-tile": in dot-product tiles' reduction loops (marked
+// by the schedule), each read of a block of weight rows prefetches the same
+// columns of the next rows.
+std::unique_ptr<mlir::Pass> create_prefetch_next_tile_pass();
+
 // "radix-lower-alloca-scopes": memref.alloca_scope becomes stack save /
 // restore around its inlined body (before scf-to-cf splits the body).
 std::unique_ptr<mlir::Pass> create_lower_alloca_scopes_pass();

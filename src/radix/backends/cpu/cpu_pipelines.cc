@@ -54,7 +54,7 @@ const PipelineStage kStages[] = {
      // Before deallocation: stack buffers need none.
      "radix-stack-small-buffers,"
      "buffer-deallocation-pipeline,canonicalize,cse,radix-strided-copies-to-loops,radix-scalar-vector-transfers,"
-     "radix-prefetch-next-row"},
+     "radix-prefetch-next-row,radix-prefetch-next-tile"},
     {"math", "func.func(math-extend-to-supported-types),radix-math-approximation"},
     // Threads first: the schedule's scf.forall loops become scf.parallel and
     // then OpenMP parallel worksharing loops (LLVM's libomp at run time).
@@ -93,6 +93,7 @@ void register_cpu_passes() {
     mlir::registerPass(create_stack_small_buffers_pass);
     mlir::registerPass(create_lower_alloca_scopes_pass);
     mlir::registerPass(create_prefetch_next_row_pass);
+    mlir::registerPass(create_prefetch_next_tile_pass);
     mlir::registerPass(create_fuse_elementwise_pass);
     mlir::registerPass(create_collectives_to_mpi_pass);
     mlir::registerPass(create_custom_calls_pass);

@@ -24,6 +24,7 @@ namespace {
 constexpr const char* kMark = "radix.sid";
 // On loops whose vector multiply-adds become vector.fma (see emit_dot_products).
 constexpr const char* kFmaMark = "radix.fma";
+constexpr const char* kStreamMark = "radix.stream_loop";
 // Set by trace/ops_quant.cc on its contractions.
 constexpr const char* kQuantizedDotAttr = "radix.quantized_dot";
 
@@ -411,7 +412,9 @@ void emit_dot_reduction(std::ostringstream& body, const std::string& in, const s
        << "    transform.structured.vectorize %" << id << "pc : !transform.any_op\n"
        // The split op vectorizes to mulf + addf: fused into FMAs after the
        // script (fuse_marked_multiply_adds), only in this loop.
-       << "    transform.annotate %" << id << "pl \"" << kFmaMark << "\" : !transform.any_op\n";
+       << "    transform.annotate %" << id << "pl \"" << kFmaMark << "\" : !transform.any_op\n"
+       // Its weight reads prefetch the next rows (radix-prefetch-next-tile).
+       << "    transform.annotate %" << id << "pl \"" << kStreamMark << "\" : !transform.any_op\n";
 }
 
 template <class Match>
