@@ -23,6 +23,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "radix/backends/cpu/block_pool.h"
+#include "radix/backends/cpu/jit_heap.h"
 #include "radix/backends/dialect_registry.h"
 #include "radix/backends/native_executable.h"
 #include "radix/backends/cpu/cpu_pipelines.h"
@@ -113,6 +114,10 @@ Status require_job_for(const Signature& sig) {
 Result<std::unique_ptr<BackendExecutable>> load_object(std::string object, const Signature& sig,
                                                        const CompileStats& stats, int threads) {
   std::vector<HostSymbol> symbols = host_symbols();
+  // The compiled code's temporaries come from a heap that keeps large
+  // blocks warm between calls (jit_heap.h).
+  symbols.push_back({"malloc", reinterpret_cast<void*>(&jit_heap_malloc)});
+  symbols.push_back({"free", reinterpret_cast<void*>(&jit_heap_free)});
   RADIX_ASSIGN_OR_RETURN(std::unique_ptr<LoadedObject> loaded, LoadedObject::load(object, symbols));
   RADIX_ASSIGN_OR_RETURN(auto entry, loaded->packed_entry("main"));
   return std::unique_ptr<BackendExecutable>(
