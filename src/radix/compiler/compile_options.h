@@ -31,7 +31,7 @@ struct CodegenOptions {
 struct DiagnosticOptions {
   // Stages to write: "traced" (as emitted), any stage of the backend's
   // pipeline (CPU: "partition", "collectives" for sharded programs, "dps", "fuse", "schedule-script", "schedule", "bufferize",
-  // "math", "lower", "llvm-ir"; CUDA: "custom-calls", "dps", "fuse", "bufferize", "gpu-map", "nvvm",
+  // "math", "lower", "llvm-ir", "asm" (the native code, as assembly); CUDA: "custom-calls", "dps", "fuse", "bufferize", "gpu-map", "nvvm",
   // "ptx" (one <kernel>.ptx file per kernel), "host", "llvm-ir"), or "all".
   std::vector<std::string> dump;
   // Where dumps go. Empty: standard error. Otherwise every compile writes

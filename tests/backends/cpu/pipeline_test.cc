@@ -54,7 +54,7 @@ TEST(Pipeline, DumpsEveryStageToAFolder) {
     files[name.substr(3)] = read_file(e.path());  // strip the "NN-" order prefix
   }
   for (const char* f : {"traced.mlir", "dps.mlir", "fuse.mlir", "schedule-script.mlir", "schedule.mlir",
-                        "bufferize.mlir", "math.mlir", "lower.mlir", "llvm-ir.ll"})
+                        "bufferize.mlir", "math.mlir", "lower.mlir", "llvm-ir.ll", "asm.s"})
     EXPECT_TRUE(files.count(f)) << "missing dump " << f;
   // Each stage leaves the IR where it says.
   EXPECT_NE(files["traced.mlir"].find("linalg.generic"), std::string::npos);
@@ -77,6 +77,9 @@ TEST(Pipeline, DumpsEveryStageToAFolder) {
   EXPECT_NE(files["bufferize.mlir"].find("math.exp"), std::string::npos);
   EXPECT_NE(files["lower.mlir"].find("llvm.func @_mlir_ciface_main"), std::string::npos);
   EXPECT_NE(files["llvm-ir.ll"].find("define void @_mlir_ciface_main"), std::string::npos);
+  // The native code: the entry's label and the polynomial's vector FMAs.
+  EXPECT_NE(files["asm.s"].find("_mlir_ciface_main:"), std::string::npos);
+  EXPECT_NE(files["asm.s"].find("vfmadd"), std::string::npos) << files["asm.s"].substr(0, 2000);
   fs::remove_all(dir);
 }
 

@@ -123,6 +123,7 @@ const std::vector<std::string>& cpu_stage_names() {
       n.push_back(st.name);
     }
     n.push_back("llvm-ir");
+    n.push_back("asm");
     return n;
   }();
   return names;

@@ -23,6 +23,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Object/ObjectFile.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -249,6 +250,18 @@ Result<std::string> emit_object(mlir::ModuleOp module, const ObjectCodegenOption
     llvm::raw_string_ostream os(ir);
     m->print(os, nullptr);
     options.on_llvm_ir(ir);
+  }
+
+  if (options.on_asm) {
+    // Code generation changes the module it runs on: the listing comes from a copy.
+    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*m);
+    llvm::SmallVector<char, 0> text;
+    llvm::raw_svector_ostream as(text);
+    llvm::legacy::PassManager asm_pm;
+    if (tm->addPassesToEmitFile(asm_pm, as, nullptr, llvm::CodeGenFileType::AssemblyFile))
+      return compile_error("emit_object: the target machine cannot emit assembly");
+    asm_pm.run(*copy);
+    options.on_asm(std::string(text.data(), text.size()));
   }
 
   llvm::SmallVector<char, 0> bytes;

@@ -31,6 +31,9 @@ struct ObjectCodegenOptions {
   std::string target_cpu = "host";
   // Called with the optimized LLVM IR text if set (for dumps).
   std::function<void(const std::string&)> on_llvm_ir;
+  // Called with the native assembly of the object if set (for dumps; the
+  // code is generated a second time, from a copy of the optimized IR).
+  std::function<void(const std::string&)> on_asm;
 };
 
 // Prefix of the packed entry points emit_object adds: "_radix_packed_<name>"
