@@ -8,14 +8,16 @@ mpirun="$1"; radix="$2"; model="$3"; shift 3
 args=(generate --model "$model" --temperature 0 --steps 200 --prompt "One day, Tom")
 want=$("$radix" "${args[@]}" 2>/dev/null) || { echo "FAIL: the one-process run failed"; exit 1; }
 echo "one process: $want"
+errf=$(mktemp)
+trap 'rm -f "$errf"' EXIT
 status=0
 for np in 2 4; do
-  got=$(timeout 300 "$mpirun" "$@" -np "$np" "$radix" "${args[@]}" --sharded 2>/tmp/radix-sharded-generate.err)
+  got=$(timeout 300 "$mpirun" "$@" -np "$np" "$radix" "${args[@]}" --sharded 2>"$errf")
   rc=$?
   if [[ $rc -ne 0 || "$got" != "$want" ]]; then
-    echo "FAIL: np $np (exit $rc) printed:"; echo "$got"; cat /tmp/radix-sharded-generate.err; status=1
+    echo "FAIL: np $np (exit $rc) printed:"; echo "$got"; cat "$errf"; status=1
   else
-    echo "np $np: same text ($(tail -1 /tmp/radix-sharded-generate.err))"
+    echo "np $np: same text ($(tail -1 "$errf"))"
   fi
 done
 err=$(timeout 300 "$mpirun" "$@" -np 3 "$radix" "${args[@]}" --sharded 2>&1)

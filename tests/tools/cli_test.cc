@@ -76,6 +76,7 @@ TEST(Cli, CudaCompileOnlyWritesPtxAndRunningNeedsADevice) {
   CliRun unknown = run("example --platform tpu");
   EXPECT_EQ(unknown.code, 2) << unknown.out;
   EXPECT_NE(unknown.out.find("registered: cpu, cuda"), std::string::npos) << unknown.out;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Cli, ProfileWritesATraceFile) {

@@ -37,9 +37,18 @@ Result<Platform> device() { return Platform::cuda(); }
   if (!dev_or.ok()) GTEST_SKIP() << "no GPU here: " << dev_or.status().message(); \
   Platform gpu = std::move(dev_or).value()
 
+// A new empty folder under the test temp dir, removed when the process exits.
 std::string fresh_dir(const std::string& tag) {
+  struct Cleanup {
+    std::vector<std::string> dirs;
+    ~Cleanup() {
+      for (const std::string& d : dirs) std::filesystem::remove_all(d);
+    }
+  };
+  static Cleanup cleanup;
   std::string d = ::testing::TempDir() + "radix_cuda_" + tag + "_" + std::to_string(::getpid());
   std::filesystem::remove_all(d);
+  cleanup.dirs.push_back(d);
   return d;
 }
 
