@@ -3,8 +3,12 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
-namespace mlir { class Pass; }
+namespace mlir {
+class Operation;
+class Pass;
+}  // namespace mlir
 
 namespace radix {
 
@@ -57,6 +61,11 @@ std::unique_ptr<mlir::Pass> create_collectives_to_mpi_pass();
 // into the runtime's FFI with a per-site descriptor; an unregistered target
 // is an error naming it.
 std::unique_ptr<mlir::Pass> create_custom_calls_pass();
+
+// The ops under `root` (itself included) that carry the unit attribute
+// `mark` the schedule left for a later pass, in walk order; the marks are
+// removed.
+std::vector<mlir::Operation*> take_marked_ops(mlir::Operation* root, const char* mark);
 
 // Registers the passes above (and the shared ones) with MLIR's textual
 // pipeline parser (idempotent).

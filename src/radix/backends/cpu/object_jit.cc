@@ -207,6 +207,20 @@ Result<std::string> resolve_target_cpu(const std::string& target_cpu) {
   return r;
 }
 
+namespace {
+// Runs LLVM's code generator over `m`: an object file or assembly text.
+Result<std::string> generate_code(llvm::TargetMachine& tm, llvm::Module& m, llvm::CodeGenFileType type) {
+  llvm::SmallVector<char, 0> bytes;
+  llvm::raw_svector_ostream os(bytes);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, type))
+    return compile_error(std::string("emit_object: the target machine cannot emit ") +
+                         (type == llvm::CodeGenFileType::ObjectFile ? "object files" : "assembly"));
+  pm.run(m);
+  return std::string(bytes.data(), bytes.size());
+}
+}  // namespace
+
 Result<std::string> emit_object(mlir::ModuleOp module, const ObjectCodegenOptions& options) {
   if (options.opt_level < 0 || options.opt_level > 3)
     return invalid_argument("ObjectCodegenOptions.opt_level must be 0..3, got " + std::to_string(options.opt_level));
@@ -255,22 +269,10 @@ Result<std::string> emit_object(mlir::ModuleOp module, const ObjectCodegenOption
   if (options.on_asm) {
     // Code generation changes the module it runs on: the listing comes from a copy.
     std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*m);
-    llvm::SmallVector<char, 0> text;
-    llvm::raw_svector_ostream as(text);
-    llvm::legacy::PassManager asm_pm;
-    if (tm->addPassesToEmitFile(asm_pm, as, nullptr, llvm::CodeGenFileType::AssemblyFile))
-      return compile_error("emit_object: the target machine cannot emit assembly");
-    asm_pm.run(*copy);
-    options.on_asm(std::string(text.data(), text.size()));
+    RADIX_ASSIGN_OR_RETURN(std::string text, generate_code(*tm, *copy, llvm::CodeGenFileType::AssemblyFile));
+    options.on_asm(text);
   }
-
-  llvm::SmallVector<char, 0> bytes;
-  llvm::raw_svector_ostream os(bytes);
-  llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return compile_error("emit_object: the target machine cannot emit object files");
-  pm.run(*m);
-  return std::string(bytes.data(), bytes.size());
+  return generate_code(*tm, *m, llvm::CodeGenFileType::ObjectFile);
 }
 
 struct LoadedObject::Impl {

@@ -148,18 +148,20 @@ struct PrefetchNextRowPass : public mlir::PassWrapper<PrefetchNextRowPass, mlir:
   }
 
   void runOnOperation() override {
-    std::vector<mlir::Operation*> loops;
-    getOperation().walk([&](mlir::Operation* op) {
-      if (op->hasAttr(kRowLoopMark)) loops.push_back(op);
-    });
-    for (mlir::Operation* loop : loops) {
-      loop->removeAttr(kRowLoopMark);
-      prefetch_next_rows(loop);
-    }
+    for (mlir::Operation* loop : take_marked_ops(getOperation(), kRowLoopMark)) prefetch_next_rows(loop);
   }
 };
 
 }  // namespace
+
+std::vector<mlir::Operation*> take_marked_ops(mlir::Operation* root, const char* mark) {
+  std::vector<mlir::Operation*> ops;
+  root->walk([&](mlir::Operation* op) {
+    if (op->hasAttr(mark)) ops.push_back(op);
+  });
+  for (mlir::Operation* op : ops) op->removeAttr(mark);
+  return ops;
+}
 
 std::unique_ptr<mlir::Pass> create_prefetch_next_row_pass() { return std::make_unique<PrefetchNextRowPass>(); }
 

@@ -113,14 +113,8 @@ struct PrefetchNextTilePass
   }
 
   void runOnOperation() override {
-    std::vector<mlir::Operation*> loops;
-    getOperation().walk([&](mlir::Operation* op) {
-      if (op->hasAttr(kStreamLoopMark)) loops.push_back(op);
-    });
-    for (mlir::Operation* loop : loops) {
-      loop->removeAttr(kStreamLoopMark);
+    for (mlir::Operation* loop : take_marked_ops(getOperation(), kStreamLoopMark))
       if (auto f = llvm::dyn_cast<mlir::scf::ForOp>(loop)) prefetch_next_tiles(f);
-    }
   }
 };
 
