@@ -14,7 +14,7 @@ if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRADIX_BUILD_TESTS=OFF -DRADIX_BUILD_BENCH=ON
 fi
 ninja -C "$BUILD_DIR" -j"$JOBS" radix_bench_matmul radix_bench_elementwise radix_bench_math radix_bench_ops \
-  radix_bench_topk radix_bench_conv radix_bench_donation radix_bench_call
+  radix_bench_topk radix_bench_conv radix_bench_donation radix_bench_call radix_bench_isa
 # SkylakeX needs AVX-512: on a CPU without it OpenBLAS dies with SIGILL, so
 # there we fall back to the core OpenBLAS picks itself (and say so).
 CORE=SkylakeX
@@ -35,3 +35,4 @@ fi
 "$BUILD_DIR/bench/radix_bench_conv" "$@"
 "$BUILD_DIR/bench/radix_bench_donation" "$@"
 "$BUILD_DIR/bench/radix_bench_call" "$@"
+"$BUILD_DIR/bench/radix_bench_isa" "$@"
