@@ -117,6 +117,21 @@ TEST(Threads, MatVecWithWeightsOutInIsThreadCountIndependent) {
               1e-4, "x . w^T");
 }
 
+// A decode-sized mat-vec (stories15M's [1,288]·W[768,288]ᵀ: 221K multiply-
+// adds, reading 864 KiB of weights) splits over threads too; the same work
+// with 16 rows reuses each weight row from cache and stays on one core.
+TEST(Threads, SmallDecodeMatVecsSplitButSmallPromptProductsDoNot) {
+  const int64_t N = 768, K = 288;
+  Shape x(DType::kF32, {1, K}), w(DType::kF32, {N, K});
+  auto dot = [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); };
+  auto got = expect_thread_independent("[1,288] . w[768,288]^T", dot, {x, w});
+  expect_near(got, naive_dot(testing::random_vec<float>(K, -1, 1, 100), testing::random_vec<float>(N * K, -1, 1, 101),
+                             1, N, K, true),
+              1e-4, "[1,288] . w^T");
+  Compiled rows = run_on(2, dot, {Shape(DType::kF32, {16, 64}), Shape(DType::kF32, {192, 64})});
+  EXPECT_EQ(rows.script.find("tile_using_forall"), std::string::npos) << rows.script;
+}
+
 TEST(Threads, ElementwiseAndRowReductionsAreThreadCountIndependent) {
   Shape s(DType::kF32, {192, 1024}, {"r", "c"});
   expect_thread_independent("elementwise", [](Tensor a) { return relu(a * a + 1.0) * 0.5 - a; }, {s});

@@ -143,6 +143,14 @@ std::string forall_if(std::ostringstream& os, const std::string& id, const std::
 // fork/join costs ~1-3 us, and below this the op runs in about that time.
 constexpr int64_t kParallelMinWork = int64_t{1} << 16;
 constexpr int64_t kParallelMinMatmulWork = int64_t{1} << 18;
+// Dot-product tiles (weights read as [n, k] rows, the decode mat-vecs) are
+// bound by reading the weights, not by FMAs: from 32K multiply-adds (128 KiB
+// of f32 weights, several microseconds of reading) another core's bandwidth
+// pays for the fork/join (stories15M's [1,288]·W[768,288]ᵀ has 221K).
+// Only for a few rows (decode); with more rows the tiles reuse each weight
+// row from cache and are bound by FMAs again.
+constexpr int64_t kParallelMinDotWork = int64_t{1} << 15, kDotMaxStreamingRows = 4;
+int64_t min_dot_work(int64_t rows) { return rows <= kDotMaxStreamingRows ? kParallelMinDotWork : kParallelMinMatmulWork; }
 
 // The tile size that splits a loop of `range` iterations into c >= threads
 // equal chunks, each a multiple of `granule` (so the inner tiles still divide
@@ -442,7 +450,7 @@ bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp op, cons
   std::vector<int64_t> granules(n, 1);
   granules[o] = tm;
   granules[o + 1] = tn;
-  const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, granules);
+  const std::vector<int64_t> par = parallel_tiles(op, threads, min_dot_work(op.getStaticLoopRanges()[o]), granules);
   const std::string cur = forall_if(body, id, par);
   if (!par.empty()) ++sum.parallel;
   std::vector<int64_t> tiles(n, 1);
@@ -511,7 +519,7 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
   if (par_loops == 2) tiles[0] = granules[0] = tm;
   for (size_t d = 0; d < par_loops; ++d) split[d] = 0;
   split.back() = v;
-  const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, granules);
+  const std::vector<int64_t> par = parallel_tiles(op, threads, min_dot_work(M), granules);
   const std::string cur = forall_if(body, id, par);
   if (!par.empty()) ++sum.parallel;
   emit_tile(body, cur, id + "r", tiles);
@@ -1021,7 +1029,9 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
           work = std::max(work, r[0] * r[1] * r[2]);
         }
         llvm::SmallVector<int64_t> r = f.consumer.getStaticLoopRanges();
-        const bool parallel = threads > 1 && work >= kParallelMinMatmulWork && (r[0] / f.tm) * (r[1] / f.tn) >= threads;
+        const bool dots = llvm::all_of(f.matmuls, [](const FusedMatmul& m) { return m.v > 0; });
+        const bool parallel = threads > 1 && work >= (dots ? min_dot_work(r[0]) : kParallelMinMatmulWork) &&
+                              (r[0] / f.tm) * (r[1] / f.tn) >= threads;
         emit_consumer_fused_matmuls(body, f, e_id, mm_ids, fill_ids, parallel);
         sum.matmuls += static_cast<int>(f.matmuls.size());
         ++sum.fused_consumers;
