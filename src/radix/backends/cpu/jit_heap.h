@@ -30,9 +30,7 @@ constexpr size_t kJitHeapCacheBytes = size_t{1} << 30;
 extern "C" void* jit_heap_malloc(size_t bytes);
 extern "C" void jit_heap_free(void* p);
 
-// Freed large blocks held for reuse, and how many allocations they served
-// (for tests and diagnostics).
-size_t jit_heap_cached_bytes();
+// How many allocations freed large blocks have served (for tests).
 size_t jit_heap_reuses();
 
 }  // namespace radix

@@ -17,6 +17,9 @@
 // Runs after bufferization (it follows the reads' subviews back to the
 // weight buffer) and removes the marks. Prefetches are hints: the next rows
 // are clamped to the buffer's last row, so every address stays inside it.
+#include <optional>
+#include <vector>
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -35,27 +38,36 @@ constexpr int64_t kCacheLine = 64;
 constexpr uint32_t kLocalityL2 = 2;
 
 // The buffer a read comes from, through unit-stride, rank-preserving
-// subviews, with the read's indices in that buffer (ops created at `b`).
+// subviews, and the offsets those subviews add to the read's indices; none
+// when a subview in the chain is of another kind. Creates no IR.
 struct RootAccess {
   mlir::Value buffer;
-  llvm::SmallVector<mlir::Value> indices;
+  std::vector<llvm::SmallVector<mlir::OpFoldResult>> offsets;  // one list per subview
 };
 
-std::optional<RootAccess> root_of(mlir::OpBuilder& b, mlir::Location loc, mlir::Value memref,
-                                  llvm::SmallVector<mlir::Value> indices) {
+std::optional<RootAccess> root_of(mlir::Value memref) {
+  RootAccess root;
   while (auto sv = memref.getDefiningOp<mlir::memref::SubViewOp>()) {
     if (sv.getSourceType().getRank() != sv.getType().getRank()) return std::nullopt;
-    llvm::SmallVector<mlir::OpFoldResult> off = sv.getMixedOffsets(), stride = sv.getMixedStrides();
+    for (mlir::OpFoldResult st : sv.getMixedStrides())
+      if (std::optional<int64_t> c = mlir::getConstantIntValue(st); !c || *c != 1) return std::nullopt;
+    root.offsets.push_back(sv.getMixedOffsets());
+    memref = sv.getSource();
+  }
+  root.buffer = memref;
+  return root;
+}
+
+// The read's indices in the root buffer (ops created at `b`).
+llvm::SmallVector<mlir::Value> root_indices(mlir::OpBuilder& b, mlir::Location loc, const RootAccess& root,
+                                            llvm::SmallVector<mlir::Value> indices) {
+  for (const llvm::SmallVector<mlir::OpFoldResult>& off : root.offsets)
     for (size_t d = 0; d < indices.size(); ++d) {
-      std::optional<int64_t> st = mlir::getConstantIntValue(stride[d]);
-      if (!st || *st != 1) return std::nullopt;
       std::optional<int64_t> o = mlir::getConstantIntValue(off[d]);
       if (o && *o == 0) continue;
       indices[d] = mlir::arith::AddIOp::create(b, loc, indices[d], mlir::getValueOrCreateConstantIndexOp(b, loc, off[d]));
     }
-    memref = sv.getSource();
-  }
-  return RootAccess{memref, indices};
+  return indices;
 }
 
 // A buffer worth prefetching: static, row-major, not a stack temporary.
@@ -76,19 +88,20 @@ void prefetch_next_tiles(mlir::scf::ForOp loop) {
     const int64_t elem_bytes = vt.getElementTypeBitWidth() / 8;
     if (elem_bytes == 0) continue;
 
-    mlir::OpBuilder b(read);
-    mlir::Location loc = read.getLoc();
-    std::optional<RootAccess> root = root_of(b, loc, read.getBase(), llvm::to_vector(read.getIndices()));
+    std::optional<RootAccess> root = root_of(read.getBase());
     if (!root || !is_streamed_buffer(root->buffer) || loop->isAncestor(root->buffer.getParentRegion()->getParentOp()))
       continue;
+    mlir::OpBuilder b(read);
+    mlir::Location loc = read.getLoc();
+    const llvm::SmallVector<mlir::Value> indices = root_indices(b, loc, *root, llvm::to_vector(read.getIndices()));
     auto bt = llvm::cast<mlir::MemRefType>(root->buffer.getType());
     const int64_t rank = bt.getRank();
-    mlir::Value row = root->indices[rank - 2], col = root->indices[rank - 1];
+    mlir::Value row = indices[rank - 2], col = indices[rank - 1];
     mlir::Value last_row = mlir::arith::ConstantIndexOp::create(b, loc, bt.getDimSize(rank - 2) - 1);
     const int64_t lanes_per_line = std::max<int64_t>(1, kCacheLine / elem_bytes);
     for (int64_t r = 0; r < tn; ++r) {
       mlir::Value next = mlir::arith::AddIOp::create(b, loc, row, mlir::arith::ConstantIndexOp::create(b, loc, tn + r));
-      llvm::SmallVector<mlir::Value> idx = root->indices;
+      llvm::SmallVector<mlir::Value> idx = indices;
       idx[rank - 2] = mlir::arith::MinUIOp::create(b, loc, next, last_row);
       for (int64_t j = 0; j < v; j += lanes_per_line) {
         idx[rank - 1] = j == 0 ? col

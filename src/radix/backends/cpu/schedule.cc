@@ -334,8 +334,6 @@ void emit_packed_matmul(std::ostringstream& body, const std::string& id, const V
        << "    %" << p << "u = transform.get_consumers_of_result %" << g
        << "[0] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.unpack\">)\n"
        << "    %" << p << "a = transform.cast %" << g << " : !transform.op<\"linalg.generic\"> to !transform.any_op\n";
-  // The output blocks are independent: with threads they are the forall's
-  // iterations (K stays inside, so each sum adds in the same order).
   // One block of rows (a prompt times weights): each output block packs its
   // own panels of B right before its K loop, so they are read back from
   // cache instead of memory; with several row blocks that would pack B once
@@ -343,6 +341,8 @@ void emit_packed_matmul(std::ostringstream& body, const std::string& id, const V
   // GFLOP/s, [128,768]·W[32000,768]ᵀ 87-92 -> 99-100, Llama-110M shapes
   // 1-7% (Xeon, AVX-512).
   const bool fuse_b_pack = blk.m == rows;
+  // The output blocks are independent: with threads they are the forall's
+  // iterations (K stays inside, so each sum adds in the same order).
   if (threads > 1)
     emit_forall(body, p + "a", id + "b", {blk.m, blk.n / panel, 0, 0});
   else
