@@ -391,9 +391,11 @@ void gemm_case(const GemmSpec& g, const BenchOptions& o, BenchTable& table) {
 // ------------------------------------------------ quantized decode mat-vec
 
 // x[1,k] . W[n,k]^T with W kept quantized (int8 per channel, Q8_0, Q4_0;
-// trace/ops_quant.h), in weights per nanosecond. Peers: the same product on
-// the dequantized f32 weights by Radix and by cblas_sgemv (what quantizing
-// gains), and a loop reading the quantized bytes (the memory bound).
+// trace/ops_quant.h), in weights per nanosecond, x as int8 blocks (the
+// default: integer dot products). Peers: the same product with x kept f32
+// (the weights widened to f32 in registers), the product on the dequantized
+// f32 weights by Radix and by cblas_sgemv (what quantizing gains), and a
+// loop reading the quantized bytes (the memory bound).
 void quant_matvec_case(const std::string& name, QuantFormat f, int64_t n, int64_t k, const BenchOptions& o,
                        BenchTable& table) {
   std::vector<float> w(static_cast<size_t>(n * k));
@@ -408,28 +410,41 @@ void quant_matvec_case(const std::string& name, QuantFormat f, int64_t n, int64_
   const Buffer S = unwrap(platform().bytes(q.scales_shape, q.scales), name + ": scales");
   const Buffer W = unwrap(platform().buffer(sw, wd), name + ": dequantized weights");
   const size_t qbytes = q.values.size() + q.scales.size();
-  std::vector<float> ref(static_cast<size_t>(n)), scratch(static_cast<size_t>(n));
-  auto sgemv = [&](float* y) {
+  std::vector<float> ref(static_cast<size_t>(n)), ref_q(static_cast<size_t>(n)), scratch(static_cast<size_t>(n));
+  auto sgemv_of = [&](const float* x, float* y) {
     cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), 1.f, fp(W),
-                static_cast<int>(k), fp(X), 1, 0.f, y, 1);
+                static_cast<int>(k), x, 1, 0.f, y, 1);
   };
+  auto sgemv = [&](float* y) { sgemv_of(fp(X), y); };
   openblas_set_num_threads(o.cores);
   sgemv(ref.data());
+  // The int8-activation product's reference: x rounded as its blocks are.
+  const std::vector<float> x_q = io::round_to_int8_blocks(std::span<const float>(fp(X), static_cast<size_t>(k)));
+  sgemv_of(x_q.data(), ref_q.data());
   const double weights = static_cast<double>(n * k) / 1e9;  // G weights per call
   for (int t : o.threads) {
     auto exe_q = compile_radix(name, t, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); }, sx,
                                q.values_shape, q.scales_shape);
+    auto exe_x = compile_radix(
+        name + " (f32 x)", t,
+        [](Tensor a, Tensor v, Tensor s) {
+          return quantized_matmul(a, v, s, QuantizedMatmulOptions{QuantizedActivations::kF32});
+        },
+        sx, q.values_shape, q.scales_shape);
     auto exe_f = compile_radix(name + " (f32)", t,
                                [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, sx, sw);
     std::vector<std::pair<std::string, double>> errs;
     {
       Buffer out = unwrap(exe_q->call(X, V, S), name + ": radix call");
-      errs.push_back({"radix", max_rel_err(fp(out), ref.data(), ref.size(), 1.0)});
+      errs.push_back({"radix", max_rel_err(fp(out), ref_q.data(), ref_q.size(), 1.0)});
+      Buffer outx = unwrap(exe_x->call(X, V, S), name + ": radix f32 x call");
+      errs.push_back({"radix f32 x", max_rel_err(fp(outx), ref.data(), ref.size(), 1.0)});
       Buffer outf = unwrap(exe_f->call(X, W), name + ": radix f32 call");
       errs.push_back({"radix f32", max_rel_err(fp(outf), ref.data(), ref.size(), 1.0)});
     }
     const bool ok = table.check(name + " t=" + std::to_string(t), errs, gemm_tolerance(k),
-                                "max |x-ref|/max(|ref|,1), ref: sgemv of the dequantized weights");
+                                "max |x-ref|/max(|ref|,1), ref: sgemv of the dequantized weights (radix: and of x "
+                                "rounded to its int8 blocks)");
     Pool pool(t);
     auto read_all = [&] {
       read_floats(pool, static_cast<const float*>(V.device_ptr()), q.values.size() / sizeof(float));
@@ -437,20 +452,21 @@ void quant_matvec_case(const std::string& name, QuantFormat f, int64_t n, int64_
     std::vector<Contender> cs;
     if (ok) {
       cs.push_back({"radix", [&] { Buffer out = unwrap(exe_q->call(X, V, S), name); }, {}});
+      cs.push_back({"radix f32 x", [&] { Buffer out = unwrap(exe_x->call(X, V, S), name); }, {}});
       cs.push_back({"radix f32", [&] { Buffer out = unwrap(exe_f->call(X, W), name); }, {}});
       cs.push_back({"openblas sgemv", [&] { sgemv(scratch.data()); }, [&] { openblas_set_num_threads(t); }});
       cs.push_back({"read", read_all, {}});
     }
     const std::vector<double> sec = cs.empty() ? std::vector<double>{} : measure_interleaved(cs, o);
-    BenchRow row{name, t, "Gweight/s", NAN, {{"radix f32", NAN}, {"openblas sgemv", NAN}, {"read", NAN}},
+    BenchRow row{name, t, "Gweight/s", NAN,
+                 {{"radix f32 x", NAN}, {"radix f32", NAN}, {"openblas sgemv", NAN}, {"read", NAN}},
                  ok ? cache_note(static_cast<double>(qbytes), o) : "a check failed: nothing timed"};
     if (!sec.empty()) {
       row.radix = weights / sec[0];
-      row.peers[0].value = weights / sec[1];
-      row.peers[1].value = weights / sec[2];
+      for (size_t p = 0; p < 3; ++p) row.peers[p].value = weights / sec[p + 1];
       // The values' bytes at the read rate, as weights: (values bytes / s) / (bytes per weight).
       const double bytes_per_weight = static_cast<double>(qbytes) / static_cast<double>(n * k);
-      row.peers[2].value = static_cast<double>(q.values.size()) / 1e9 / sec[3] / bytes_per_weight;
+      row.peers[3].value = static_cast<double>(q.values.size()) / 1e9 / sec[4] / bytes_per_weight;
     }
     table.add(std::move(row));
   }

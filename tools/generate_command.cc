@@ -42,7 +42,10 @@ const char* kGenerateUsage =
     "                      as stored if bf16 / f16, else f32); bf16 halves the bytes a decode\n"
     "                      step reads; or int8, q8_0, q4_0: quantized on load and kept\n"
     "                      quantized (int8 per channel; GGUF's block formats, which need dim\n"
-    "                      and hidden_dim multiples of 32); activations stay f32\n"
+    "                      and hidden_dim multiples of 32)\n"
+    "  --activations A     with quantized matrices: int8 (default: decode steps round their\n"
+    "                      activations to int8 blocks of 32 and run integer dot products, as\n"
+    "                      llama.cpp does) or f32 (exact products with the quantized weights)\n"
     "  --threads N         threads per executable (default: every core)\n"
     "  --sharded           tensor-parallel over every process of an MPI job, one device each\n"
     "                      (mpirun -np 2 radix generate --sharded ...): attention heads and the\n"
@@ -70,6 +73,7 @@ struct GenerateArgs {
   std::string cache_dir;
   std::optional<DType> weights;
   std::optional<QuantFormat> quant;
+  QuantizedActivations activations = QuantizedActivations::kInt8Blocks;
   int threads = 0;
   bool sharded = false;
   bool verbose = false;
@@ -114,6 +118,14 @@ bool parse(int argc, char** argv, GenerateArgs* a, std::string* err) {
       else if (d == "f16") a->weights = DType::kF16;
       else if (auto q = parse_quant_format(d)) a->quant = q;
       else { *err = "--weights needs f32, bf16, f16, int8, q8_0 or q4_0, got '" + d + "'"; return false; }
+      ++i;
+    }
+    else if (f == "--activations") {
+      if (!need("int8 or f32")) return false;
+      const std::string d = v;
+      if (d == "int8") a->activations = QuantizedActivations::kInt8Blocks;
+      else if (d == "f32") a->activations = QuantizedActivations::kF32;
+      else { *err = "--activations needs int8 or f32, got '" + d + "'"; return false; }
       ++i;
     }
     else if (f == "--threads") { if (!number(1, 1024, &x)) return false; a->threads = static_cast<int>(x); }
@@ -177,6 +189,7 @@ int run_generate(int argc, char** argv) {
   opts.compile.codegen.cpu.threads = a.threads;
   opts.weight_dtype = a.weights;
   opts.weight_quant = a.quant;
+  opts.quantized_activations = a.activations;
   auto gen = models::LlamaGenerator::load(*platform, **store, opts);
   if (!gen.ok()) return fail("generate", gen.status());
   const double load_ms = ms_since(t0) - (*gen)->compile_ms();

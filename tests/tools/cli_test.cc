@@ -225,9 +225,15 @@ TEST(CliGenerate, Bf16WeightsAndThreads) {
   EXPECT_NE(r.out.find("Once upon a time, there was a little girl named Lily."), std::string::npos) << r.out;
   // int8 weights keep the greedy opening too; the block formats name why
   // they refuse stories260K's 172-wide feed-forward.
-  CliRun q = run("generate --model '" + kStories + "' --temperature 0 --steps 30 --weights int8 --threads 1");
-  ASSERT_EQ(q.code, 0) << q.out;
-  EXPECT_NE(q.out.find("Once upon a time, there was a little girl named Lily."), std::string::npos) << q.out;
+  // (int8 activations, the default, and f32 ones).
+  for (const char* acts : {"", " --activations f32"}) {
+    CliRun q = run("generate --model '" + kStories + "' --temperature 0 --steps 30 --weights int8 --threads 1" + acts);
+    ASSERT_EQ(q.code, 0) << q.out;
+    EXPECT_NE(q.out.find("Once upon a time, there was a little girl named Lily."), std::string::npos) << q.out;
+  }
+  CliRun bad_acts = run("generate --model '" + kStories + "' --weights int8 --activations f16");
+  EXPECT_EQ(bad_acts.code, 2);
+  EXPECT_NE(bad_acts.out.find("--activations needs int8 or f32, got 'f16'"), std::string::npos) << bad_acts.out;
   CliRun q8 = run("generate --model '" + kStories + "' --weights q8_0");
   EXPECT_EQ(q8.code, 1);
   EXPECT_NE(q8.out.find("need dim and hidden_dim multiples of 32"), std::string::npos) << q8.out;

@@ -7,10 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <unistd.h>
 
 #include "op_test_helpers.h"
 #include "radix/io/gguf.h"
 #include "radix/io/quantize.h"
+#include "radix/backends/cpu/schedule.h"
 
 namespace radix {
 namespace {
@@ -38,27 +41,84 @@ std::vector<float> reference(const std::vector<float>& x, const std::vector<floa
   return y;
 }
 
-void check_product(QuantFormat f, int64_t m, int64_t n, int64_t k, int threads) {
+// The activation quantizer quantized_matmul traces (ops_quant.h,
+// kInt8Blocks), written out: blocks of 32, d = max|x| / 127, q = round(x / d)
+// with halves away from zero (C's roundf), q = 0 where d is 0. Returns x as
+// q * d (in double, exact), and each element's d in `step`.
+std::vector<double> int8_blocks(const std::vector<float>& x, std::vector<double>* step = nullptr) {
+  std::vector<double> out(x.size());
+  if (step) step->assign(x.size(), 0);
+  for (size_t b = 0; b < x.size(); b += 32) {
+    float amax = 0;
+    for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b + j]));
+    const float d = amax / 127.0f, inv = d != 0 ? 1.0f / d : 0.0f;
+    for (size_t j = 0; j < 32; ++j) {
+      out[b + j] = double(std::roundf(x[b + j] * inv)) * double(d);
+      if (step) (*step)[b + j] = d;
+    }
+  }
+  return out;
+}
+
+std::vector<float> reference(const std::vector<double>& x, const std::vector<float>& w, int64_t m, int64_t n,
+                             int64_t k) {
+  std::vector<float> y(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t c = 0; c < k; ++c) acc += x[size_t(i * k + c)] * w[size_t(j * k + c)];
+      y[size_t(i * n + j)] = float(acc);
+    }
+  return y;
+}
+
+// A dump folder of its own, removed at the end of the scope.
+struct DumpDir {
+  explicit DumpDir(const std::string& tag)
+      : dir(std::filesystem::temp_directory_path() / ("radix-quant-" + std::to_string(::getpid()) + "-" + tag)) {
+    std::filesystem::remove_all(dir);
+  }
+  ~DumpDir() { std::filesystem::remove_all(dir); }
+  const std::filesystem::path& path() const { return dir; }
+  std::filesystem::path dir;
+};
+
+std::vector<double> widen(const std::vector<float>& x) { return std::vector<double>(x.begin(), x.end()); }
+
+// Every schedule (each ISA's tiling, plain loops) and, for the integer
+// activations, the CPU's int8 kernels (on AVX2 hosts) and the tiled
+// fallback (int8_kernels off) agree with the reference on the same
+// (quantized) operands.
+void check_product(QuantFormat f, int64_t m, int64_t n, int64_t k, int threads,
+                   QuantizedActivations acts = QuantizedActivations::kInt8Blocks) {
+  const bool int8 = acts == QuantizedActivations::kInt8Blocks && m <= kQuantizedDotMaxRows && k % 32 == 0;
   SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
-               " threads " + std::to_string(threads));
+               " threads " + std::to_string(threads) + (int8 ? " int8 activations" : " f32 activations"));
   std::vector<float> wf = testing::random_vec<float>(size_t(n * k), -1, 1, 31);
   std::vector<float> x = testing::random_vec<float>(size_t(m * k), -1, 1, 32);
   io::QuantizedMatrix q = quantize(f, wf, n, k);
-  std::vector<float> want = reference(x, io::dequantize(q), m, n, k);
+  const std::vector<float> w = io::dequantize(q);
+  std::vector<float> want = reference(int8 ? int8_blocks(x) : widen(x), w, m, n, k);
   const Shape xs(DType::kF32, {m, k});
-  on_every_schedule([&] {
-    CompileFnOptions o;
-    o.compile = g_opts.compile;
-    o.compile.codegen.cpu.threads = threads;
-    auto exe = must(compile_fn(
-        cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); }, xs, q.values_shape,
-        q.scales_shape));
-    Buffer out = must(exe.call(must(cpu().buffer(xs, x)), device(q.values_shape, q.values),
-                               device(q.scales_shape, q.scales)));
-    EXPECT_EQ(out.shape().to_string(), "f32[" + std::to_string(m) + "," + std::to_string(n) + "]");
-    // f32 sums of k products of magnitude <= 1 against double.
-    EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-5, 2e-6 * double(k)));
-  });
+  for (bool kernels : {true, false}) {
+    if (!kernels && !int8) continue;
+    SCOPED_TRACE(kernels ? "int8 kernels on" : "int8 kernels off");
+    on_every_schedule([&] {
+      CompileFnOptions o;
+      o.compile = g_opts.compile;
+      o.compile.codegen.cpu.threads = threads;
+      o.compile.codegen.cpu.int8_kernels = kernels;
+      auto exe = must(compile_fn(
+          cpu(), o,
+          [acts](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s, QuantizedMatmulOptions{acts}); },
+          xs, q.values_shape, q.scales_shape));
+      Buffer out = must(exe.call(must(cpu().buffer(xs, x)), device(q.values_shape, q.values),
+                                 device(q.scales_shape, q.scales)));
+      EXPECT_EQ(out.shape().to_string(), "f32[" + std::to_string(m) + "," + std::to_string(n) + "]");
+      // f32 sums of k products of magnitude <= 1 against double.
+      EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-5, 2e-6 * double(k)));
+    });
+  }
 }
 
 TEST(Quant, ProductsMatchDequantizedReference) {
@@ -79,27 +139,104 @@ TEST(Quant, ProductsOnTwoThreads) {
   }
 }
 
-// The in-register path is what runs: the product is tiled into dot-product
-// register tiles and the weights are widened as vectors (a decode step).
+// x kept f32: the weights alone are quantized (the reference on f32 x).
+TEST(Quant, F32ActivationsMatchDequantizedReference) {
+  for (QuantFormat f : kFormats) {
+    check_product(f, 1, 33, 64, 1, QuantizedActivations::kF32);
+    check_product(f, 3, 12, 96, 2, QuantizedActivations::kF32);
+  }
+}
+
+// Integer activations stay within their rounding bound of the f32 product:
+// |Σ (x - q d) w| <= Σ |w| d / 2 (plus f32 rounding), and zero, tiny and
+// huge blocks of x (d = 0, subnormal-free scales, 1e30) come out right.
+TEST(Quant, Int8ActivationsStayWithinTheirRoundingBound) {
+  const int64_t m = 2, n = 24, k = 256;
+  std::vector<float> x = testing::random_vec<float>(size_t(m * k), -3, 3, 81);
+  for (int j = 0; j < 32; ++j) {
+    x[size_t(32 + j)] = 0;                          // a zero block
+    x[size_t(64 + j)] = 1e-20f * float(j - 16);     // a tiny one
+    x[size_t(k + 96 + j)] = 1e30f * float(16 - j);  // a huge one
+  }
+  for (QuantFormat f : kFormats) {
+    SCOPED_TRACE(name(f));
+    io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(size_t(n * k), -1, 1, 82), n, k);
+    const std::vector<float> w = io::dequantize(q);
+    std::vector<double> step;
+    int8_blocks(x, &step);
+    const std::vector<float> exact = reference(widen(x), w, m, n, k);
+    auto exe = must(compile_fn(cpu(), [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
+                               Shape(DType::kF32, {m, k}), q.values_shape, q.scales_shape));
+    std::vector<float> got = must(must(exe.call(must(cpu().buffer(Shape(DType::kF32, {m, k}), x)),
+                                                device(q.values_shape, q.values), device(q.scales_shape, q.scales)))
+                                      .to_host<float>());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double bound = 0, mag = 0;
+        for (int64_t c = 0; c < k; ++c) {
+          bound += std::fabs(double(w[size_t(j * k + c)])) * step[size_t(i * k + c)] / 2;
+          mag += std::fabs(double(w[size_t(j * k + c)]) * x[size_t(i * k + c)]);
+        }
+        const double y = exact[size_t(i * n + j)];
+        EXPECT_LE(std::fabs(double(got[size_t(i * n + j)]) - y), bound * 1.001 + 1e-6 * mag) << i << "," << j;
+      }
+  }
+}
+
+// With f32 activations the in-register path is what runs: the product is
+// tiled into dot-product register tiles and the weights are widened as
+// vectors (a decode step).
 TEST(Quant, DecodeStepWidensWeightsInVectors) {
   for (QuantFormat f : kFormats) {
     SCOPED_TRACE(name(f));
-    const std::filesystem::path dir =
-        std::filesystem::temp_directory_path() / ("radix-quant-" + std::to_string(::getpid()) + name(f));
-    std::filesystem::remove_all(dir);
+    DumpDir dir(name(f));
     io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, 71), 64, 256);
     CompileFnOptions o;
     o.compile.diagnostics.dump = {"schedule-script", "schedule"};
-    o.compile.diagnostics.dump_dir = dir.string();
-    must(compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
-                    Shape(DType::kF32, {1, 256}), q.values_shape, q.scales_shape));
-    const std::string script = testing::stage_dump(dir, "schedule-script.mlir");
-    const std::string ir = testing::stage_dump(dir, "schedule.mlir");
-    std::filesystem::remove_all(dir);
+    o.compile.diagnostics.dump_dir = dir.path().string();
+    must(compile_fn(
+        cpu(), o,
+        [](Tensor a, Tensor v, Tensor s) {
+          return quantized_matmul(a, v, s, QuantizedMatmulOptions{QuantizedActivations::kF32});
+        },
+        Shape(DType::kF32, {1, 256}), q.values_shape, q.scales_shape));
+    const std::string script = testing::stage_dump(dir.path(), "schedule-script.mlir");
+    const std::string ir = testing::stage_dump(dir.path(), "schedule.mlir");
     EXPECT_NE(script.find("tile_reduction_using_for"), std::string::npos) << script;
     // e.g. arith.sitofp %54 : vector<4x1x16xi8> to vector<4x1x16xf32>: four weight rows at a time.
     EXPECT_NE(ir.find("xi8> to vector<4x"), std::string::npos) << ir;
     EXPECT_EQ(ir.find("arith.sitofp %in"), std::string::npos) << "a scalar widening left in a loop: " << ir;
+  }
+}
+
+// With int8 activations (the default) on an AVX2 host, a decode step's
+// products are the integer kernels: vpmaddubsw + vpmaddwd, or vpdpbusd with
+// VNNI, in the generated code, no byte widened to f32 in a loop.
+TEST(Quant, DecodeStepRunsIntegerDotProducts) {
+  const Int8Target host = int8_target("");
+  if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the int8 kernels are not used here";
+  for (QuantFormat f : kFormats) {
+    SCOPED_TRACE(name(f));
+    DumpDir dir(name(f));
+    io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, 72), 64, 256);
+    CompileFnOptions o;
+    o.compile.diagnostics.dump = {"schedule-script", "bufferize", "asm"};
+    o.compile.diagnostics.dump_dir = dir.path().string();
+    must(compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
+                    Shape(DType::kF32, {1, 256}), q.values_shape, q.scales_shape));
+    const std::string script = testing::stage_dump(dir.path(), "schedule-script.mlir");
+    const std::string ir = testing::stage_dump(dir.path(), "bufferize.mlir");
+    const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
+    EXPECT_EQ(ir.find("radix.int8_dot"), std::string::npos) << "the product was not replaced: " << ir;
+    if (host.vnni) {
+      EXPECT_NE(asm_text.find("vpdpbusd"), std::string::npos) << asm_text;
+    } else {
+      EXPECT_NE(asm_text.find("vpmaddubsw"), std::string::npos) << asm_text;
+      EXPECT_NE(asm_text.find("vpmaddwd"), std::string::npos) << asm_text;
+    }
+    // The sign trick (|w| times x with w's sign) for signed weights; Q4_0's
+    // nibbles are unsigned as they are.
+    if (f != QuantFormat::kQ4_0) EXPECT_NE(asm_text.find("vpsignb"), std::string::npos) << asm_text;
   }
 }
 
@@ -117,7 +254,8 @@ TEST(Quant, LeadingAxesAndDequantize) {
     auto out = must(exe.call(must(cpu().buffer(Shape(DType::kF32, {2, 1, 64}), x)), device(q.values_shape, q.values),
                              device(q.scales_shape, q.scales)));
     EXPECT_EQ(out[0].shape().to_string(), "f32[2,1,8]");
-    EXPECT_TRUE(testing::all_close(must(out[0].to_host<float>()), reference(x, w, 2, 8, 64), 1e-5, 2e-4));
+    // x quantized to int8 blocks (the default): the reference on the same x.
+    EXPECT_TRUE(testing::all_close(must(out[0].to_host<float>()), reference(int8_blocks(x), w, 2, 8, 64), 1e-5, 2e-4));
     EXPECT_EQ(must(out[1].to_host<float>()), w);
   }
 }

@@ -131,6 +131,18 @@ Result<QuantizedMatrix> quantize(QuantFormat f, std::span<const float> w, int64_
   return invalid_argument("quantize: unknown format");
 }
 
+std::vector<float> round_to_int8_blocks(std::span<const float> x) {
+  std::vector<float> out(x.size());
+  for (size_t b = 0; b + 32 <= x.size(); b += 32) {
+    float amax = 0;
+    for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b + j]));
+    // The traced quantizer's arithmetic, step by step (f32).
+    const float d = amax / 127.0f, inv = d != 0 ? 1.0f / d : 0.0f;
+    for (size_t j = 0; j < 32; ++j) out[b + j] = std::roundf(x[b + j] * inv) * d;
+  }
+  return out;
+}
+
 std::vector<float> dequantize(const QuantizedMatrix& m) {
   const int64_t n = m.values_shape.dim(0);
   const bool q4 = m.values_shape.dtype() == DType::kU8;

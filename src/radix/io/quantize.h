@@ -46,4 +46,10 @@ Result<QuantizedMatrix> split_gguf_q4_0(std::span<const std::byte> blocks, int64
 // quantized_matmul to).
 std::vector<float> dequantize(const QuantizedMatrix& m);
 
+// Activations x (a multiple of 32 values) as quantized_matmul's default
+// QuantizedActivations::kInt8Blocks sees them, on the host: per block of
+// 32, d = max |x| / 127 and x -> round(x / d) * d (halves away from zero;
+// 0 where d is 0). With dequantize(), the reference for such products.
+std::vector<float> round_to_int8_blocks(std::span<const float> x);
+
 }  // namespace radix::io

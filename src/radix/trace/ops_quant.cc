@@ -22,6 +22,10 @@ namespace {
 
 // Read by the CPU backend (schedule.cc, fuse_elementwise_pass.cc).
 constexpr const char* kQuantizedDotAttr = "radix.quantized_dot";
+// Read by the CPU backend's schedule and its radix-int8-dot-kernels pass: the
+// format of an integer-activation product ("int8", "q8_0" or "q4_0") and so
+// the order of its inputs (see quantized_matmul).
+constexpr const char* kInt8DotAttr = "radix.int8_dot";
 
 std::string shapes(const Tensor& values, const Tensor& scales) {
   return values.shape().to_string() + ", " + scales.shape().to_string();
@@ -36,14 +40,37 @@ using BodyFn = std::function<Value(mlir::OpBuilder&, mlir::Location, mlir::Value
 
 // acc[m, n] += body(inputs) over loops (m, n, reductions...); `maps` are the
 // inputs' maps as lists of loop indices.
+//
+// `int8` (the integer-activation products): the op is also marked
+// kInt8DotAttr with its format, for the CPU backend's integer kernels; with
+// M == 1 its m loop is left out (maps given with m as loop 0 are shifted),
+// so that no unit loop is folded away (which rebuilds the op without marks).
 Tensor emit_contraction(const char* op, const std::vector<Tensor>& inputs,
-                        const std::vector<std::vector<unsigned>>& maps, unsigned n_loops, int64_t M, int64_t N,
-                        const BodyFn& body) {
+                        std::vector<std::vector<unsigned>> maps, unsigned n_loops, int64_t M, int64_t N,
+                        const BodyFn& body, const char* int8 = nullptr) {
   CompilationContext& ctx = context_for(op, {&inputs[0]});
   mlir::OpBuilder& b = ctx.builder();
   mlir::MLIRContext* mctx = &ctx.mlir_context();
   mlir::Location l = ctx.loc();
-  const Shape out(DType::kF32, {M, N});
+  const bool drop_m = int8 != nullptr && M == 1;
+  std::vector<unsigned> out_map = {0, 1};
+  std::vector<Tensor> in = inputs;
+  if (drop_m) {
+    for (size_t i = 0; i < in.size(); ++i)
+      if (!maps[i].empty() && maps[i][0] == 0) {
+        std::vector<int64_t> dims(in[i].shape().dims().begin() + 1, in[i].shape().dims().end());
+        in[i] = reshape(in[i], std::span<const int64_t>(dims));
+      }
+    for (auto& m : maps) {
+      std::vector<unsigned> shifted;
+      for (unsigned d : m)
+        if (d != 0) shifted.push_back(d - 1);
+      m = shifted;
+    }
+    out_map = {0};
+    --n_loops;
+  }
+  const Shape out = drop_m ? Shape(DType::kF32, {N}) : Shape(DType::kF32, {M, N});
   Value zero = scalar_constant(b, l, DType::kF32, 0);
   Value acc = mlir::linalg::FillOp::create(b, l, mlir::ValueRange{zero}, mlir::ValueRange{empty_tensor(ctx, out)})
                   .getResult(0);
@@ -54,11 +81,11 @@ Tensor emit_contraction(const char* op, const std::vector<Tensor>& inputs,
     return mlir::AffineMap::get(n_loops, 0, e, mctx);
   };
   for (const auto& m : maps) affine.push_back(make_map(m));
-  affine.push_back(make_map({0, 1}));
+  affine.push_back(make_map(out_map));
   llvm::SmallVector<mlir::utils::IteratorType> iters(n_loops, mlir::utils::IteratorType::reduction);
-  iters[0] = iters[1] = mlir::utils::IteratorType::parallel;
+  for (size_t d = 0; d < out_map.size(); ++d) iters[d] = mlir::utils::IteratorType::parallel;
   llvm::SmallVector<Value> ins;
-  for (const Tensor& t : inputs) ins.push_back(value_of(t));
+  for (const Tensor& t : in) ins.push_back(value_of(t));
   auto g = mlir::linalg::GenericOp::create(
       b, l, mlir::TypeRange{tensor_type(mctx, out)}, ins, mlir::ValueRange{acc}, affine, iters,
       [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::ValueRange args) {
@@ -66,7 +93,9 @@ Tensor emit_contraction(const char* op, const std::vector<Tensor>& inputs,
         mlir::linalg::YieldOp::create(nb, nl, mlir::arith::AddFOp::create(nb, nl, args.back(), p).getResult());
       });
   g->setAttr(kQuantizedDotAttr, b.getUnitAttr());
-  return wrap(ctx, g.getResult(0), out);
+  if (int8) g->setAttr(kInt8DotAttr, b.getStringAttr(int8));
+  Tensor y = wrap(ctx, g.getResult(0), out);
+  return drop_m ? reshape(y, {M, N}) : y;
 }
 
 Value widen(mlir::OpBuilder& b, mlir::Location l, Value v) {
@@ -87,6 +116,36 @@ Value nibble(mlir::OpBuilder& b, mlir::Location l, Value q, int shift) {
 
 Value mul(mlir::OpBuilder& b, mlir::Location l, Value x, Value y) {
   return mlir::arith::MulFOp::create(b, l, x, y);
+}
+
+Value i32(mlir::OpBuilder& b, mlir::Location l, Value v) {
+  return mlir::arith::ExtSIOp::create(b, l, b.getI32Type(), v);
+}
+
+// (nibble - 8) of byte `q` as i32, the low (shift 0) or high (shift 4) one.
+Value nibble_i32(mlir::OpBuilder& b, mlir::Location l, Value q, int shift) {
+  mlir::Type i8 = q.getType();
+  auto c = [&](int64_t v) { return mlir::arith::ConstantOp::create(b, l, b.getIntegerAttr(i8, v)).getResult(); };
+  Value n = shift ? mlir::arith::ShRUIOp::create(b, l, q, c(shift)).getResult() : q;
+  n = mlir::arith::AndIOp::create(b, l, n, c(15));
+  return i32(b, l, mlir::arith::SubIOp::create(b, l, n, c(8)));
+}
+
+// An exact integer product (|p| < 2^24) as f32 times `scale`.
+Value scaled(mlir::OpBuilder& b, mlir::Location l, Value p, Value scale) {
+  return mul(b, l, mlir::arith::SIToFPOp::create(b, l, b.getF32Type(), p), scale);
+}
+
+// x [M, K] f32 (K a multiple of 32) -> (q i8 [M, K/32, 32], d f32 [M, K/32]):
+// d = max|x| / 127 per block of 32, q = round(x / d) (0 where d is 0), so
+// x ~= q * d. llama.cpp's quantize_row_q8_0 with an f32 scale.
+std::pair<Tensor, Tensor> quantize_blocks(const Tensor& x, int64_t M, int64_t K) {
+  const int64_t KB = K / kQuantBlock;
+  Tensor xb = reshape(x, {M, KB, kQuantBlock});
+  Tensor d = reduce_max(abs(xb), {2}) / 127.0;
+  Tensor inv = select(ne(d, full(d.shape(), 0.0)), 1.0 / d, full(d.shape(), 0.0));
+  Tensor q = convert(round(xb * reshape(inv, {M, KB, 1})), DType::kI8);
+  return {q, d};
 }
 
 }  // namespace
@@ -137,7 +196,8 @@ Tensor dequantize(const Tensor& values, const Tensor& scales) {
   return values;
 }
 
-Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales) {
+Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales,
+                        const QuantizedMatmulOptions& options) {
   context_for("quantized_matmul", {&x, &values, &scales});
   const QuantFormat f = quant_format(values, scales);
   const auto [N, K] = weight_dims(f, values);
@@ -153,8 +213,45 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
   out_dims.push_back(N);
   Tensor x2 = reshape(x, {M, K});
   Tensor y;
+  const int64_t KB = K / kQuantBlock;
   if (M > kQuantizedDotMaxRows) {
     y = dot_general(x2, dequantize(values, scales), DotDims{{}, {}, {1}, {1}});
+  } else if (options.activations == QuantizedActivations::kInt8Blocks && K % kQuantBlock == 0) {
+    // Loops (m, n, kb, j): integer products of x's and W's bytes, scaled by
+    // x's block scale (and W's: Q formats). Inputs in the order the CPU's
+    // int8 kernels read them: x's bytes, x's scales, W's bytes, W's scales.
+    auto [xq, xd] = quantize_blocks(x2, M, K);
+    if (f == QuantFormat::kQ4_0) {
+      // j < 16: byte j of a block holds elements j (low nibble) and j + 16
+      // (high): x's bytes are read as the block's two halves.
+      Tensor halves = reshape(xq, {M, KB, 2, 16});
+      Tensor lo = reshape(slice(halves, Axis(2), 0, 1), {M, KB, 16});
+      Tensor hi = reshape(slice(halves, Axis(2), 1, 2), {M, KB, 16});
+      y = emit_contraction("quantized_matmul", {lo, hi, xd, reshape(values, {N, KB, 16}), scales},
+                           {{0, 2, 3}, {0, 2, 3}, {0, 2}, {1, 2, 3}, {1, 2}}, 4, M, N,
+                           [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
+                             Value p = mlir::arith::AddIOp::create(
+                                 b, l, mlir::arith::MulIOp::create(b, l, i32(b, l, a[0]), nibble_i32(b, l, a[3], 0)),
+                                 mlir::arith::MulIOp::create(b, l, i32(b, l, a[1]), nibble_i32(b, l, a[3], 4)));
+                             return scaled(b, l, p, mul(b, l, a[2], widen(b, l, a[4])));
+                           },
+                           "q4_0");
+    } else {
+      const bool q8 = f == QuantFormat::kQ8_0;
+      std::vector<Tensor> in = {xq, xd, reshape(values, {N, KB, kQuantBlock})};
+      std::vector<std::vector<unsigned>> maps = {{0, 2, 3}, {0, 2}, {1, 2, 3}};
+      if (q8) {
+        in.push_back(scales);
+        maps.push_back({1, 2});
+      }
+      y = emit_contraction("quantized_matmul", in, maps, 4, M, N,
+                           [q8](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
+                             Value p = mlir::arith::MulIOp::create(b, l, i32(b, l, a[0]), i32(b, l, a[2]));
+                             return scaled(b, l, p, q8 ? mul(b, l, a[1], widen(b, l, a[3])) : a[1]);
+                           },
+                           q8 ? "q8_0" : "int8");
+      if (!q8) y = y * reshape(scales, {1, N});
+    }
   } else if (f == QuantFormat::kInt8PerChannel) {
     // Loops (m, n, k); the per-channel scale multiplies the [M, N] result.
     y = emit_contraction("quantized_matmul", {x2, values}, {{0, 2}, {1, 2}}, 3, M, N,
@@ -164,7 +261,6 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
     y = y * reshape(scales, {1, N});
   } else if (f == QuantFormat::kQ8_0) {
     // Loops (m, n, kb, j): x[m, kb, j] * values[n, kb, j] * scales[n, kb].
-    const int64_t KB = K / kQuantBlock;
     y = emit_contraction("quantized_matmul",
                          {reshape(x2, {M, KB, kQuantBlock}), reshape(values, {N, KB, kQuantBlock}), scales},
                          {{0, 2, 3}, {1, 2, 3}, {1, 2}}, 4, M, N,

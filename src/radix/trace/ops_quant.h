@@ -29,12 +29,33 @@ namespace radix {
 // when they match none (k must be a multiple of 32 for Q8_0 / Q4_0).
 QuantFormat quant_format(const Tensor& values, const Tensor& scales);
 
-// x[..., k] (f32) · Wᵀ -> [..., n] f32, products summed in f32 (in another
-// order than a plain f32 matmul: results agree to rounding). With at most
-// kQuantizedDotMaxRows rows (decode steps) the weights are widened in
-// registers; longer inputs (a prompt) dequantize W once per call to f32 and
-// run the f32 matmul schedule, which is compute-bound there anyway.
-Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales);
+// How a decode-sized quantized product (at most kQuantizedDotMaxRows rows)
+// treats its f32 activations x.
+enum class QuantizedActivations {
+  // x quantized to int8 in blocks of 32 along k, as llama.cpp does for its
+  // Q8_0 / Q4_0 products: d = max|x| / 127 per block, q = round(x / d)
+  // (halves away from zero). The products are then integer dot products of
+  // 32 bytes (AVX2 vpmaddubsw / AVX-512 and AVX VNNI vpdpbusd) scaled once
+  // per block: 2-3x the weights per second of widening them to f32. Adds
+  // x's rounding error, at most d / 2 per element (about 0.4% of the
+  // block's largest magnitude). Needs k a multiple of 32 (otherwise, with
+  // int8 per-channel weights, x stays f32).
+  kInt8Blocks,
+  // x kept f32; the weights widened to f32 in registers (exact up to f32
+  // rounding: the reference for the above).
+  kF32,
+};
+struct QuantizedMatmulOptions {
+  QuantizedActivations activations = QuantizedActivations::kInt8Blocks;
+};
+
+// x[..., k] (f32) · Wᵀ -> [..., n] f32. With at most kQuantizedDotMaxRows
+// rows (decode steps) the weights are read as they are stored and widened in
+// registers (x as options.activations says); longer inputs (a prompt)
+// dequantize W once per call to f32 and run the f32 matmul schedule, which
+// is compute-bound there anyway (x stays f32).
+Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales,
+                        const QuantizedMatmulOptions& options = {});
 inline constexpr int64_t kQuantizedDotMaxRows = 16;
 
 // W as f32 [n, k].

@@ -164,7 +164,8 @@ class CpuBackend : public Backend {
     std::string s = "target=" + (target.ok() ? target.value() : cg.target_cpu);
     s += ";opt=" + std::to_string(cg.opt_level) + ";vectorize=" + std::to_string(cg.cpu.vectorize) +
          ";approx=" + std::to_string(cg.cpu.approximate_math) + ";isa=" + std::to_string(isa.f32_lanes) + "x" +
-         std::to_string(isa.registers) + ";threads=" + std::to_string(resolve_cpu_threads(cg.cpu.threads));
+         std::to_string(isa.registers) + ";threads=" + std::to_string(resolve_cpu_threads(cg.cpu.threads)) +
+         ";int8=" + std::to_string(cg.cpu.int8_kernels);
     return s;
   }
 
@@ -202,7 +203,9 @@ class CpuBackend : public Backend {
     };
     const Signature& sig = *job.signature;
     RADIX_RETURN_IF_ERROR(require_job_for(sig));
-    Status st = run_cpu_lowering(*module, options.codegen.cpu, dumper, on_stage, &sig);
+    // "cpu +feature,-feature,...": what the code is generated for.
+    RADIX_ASSIGN_OR_RETURN(const std::string target_features, resolve_target_cpu(options.codegen.target_cpu));
+    Status st = run_cpu_lowering(*module, options.codegen.cpu, dumper, on_stage, &sig, target_features);
     if (!st.ok() && options.codegen.cpu.vectorize && st.code() == ErrorCode::kScheduleError) {
       // A schedule the transform interpreter rejects is a Radix bug, but the
       // program is still valid: say so, and compile plain loops instead.
@@ -211,7 +214,7 @@ class CpuBackend : public Backend {
       CpuOptions scalar = options.codegen.cpu;
       scalar.vectorize = false;
       RADIX_ASSIGN_OR_RETURN(module, parse());
-      st = run_cpu_lowering(*module, scalar, dumper, on_stage, &sig);
+      st = run_cpu_lowering(*module, scalar, dumper, on_stage, &sig, target_features);
       stats.schedule_fell_back = true;
     }
     if (!st.ok()) return st;

@@ -32,6 +32,11 @@ struct CpuOptions {
   // not depend on it: work is split over output tiles only, never over a
   // reduction axis, so every sum adds in the same order.
   int threads = 0;
+  // Integer-activation quantized products (trace/ops_quant.h) as x86 byte
+  // dot-product kernels (AVX2 vpmaddubsw + vpmaddwd, VNNI vpdpbusd) when
+  // the target CPU has AVX2. false: the vectorized schedule widens their
+  // bytes to f32 instead (what CPUs without AVX2 get; a reference).
+  bool int8_kernels = true;
 };
 
 // The thread count `threads` resolves to (0 -> the cores this process may

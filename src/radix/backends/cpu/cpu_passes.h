@@ -48,6 +48,11 @@ std::unique_ptr<mlir::Pass> create_prefetch_next_row_pass();
 // columns of the next rows.
 std::unique_ptr<mlir::Pass> create_prefetch_next_tile_pass();
 
+// "radix-int8-dot-kernels": the integer-activation quantized products the
+// schedule planned for integer kernels (radix.int8_kernel) become loops of
+// x86 byte dot products (AVX2 vpmaddubsw + vpmaddwd, or VNNI vpdpbusd).
+std::unique_ptr<mlir::Pass> create_int8_dot_kernels_pass();
+
 // "radix-lower-alloca-scopes": memref.alloca_scope becomes stack save /
 // restore around its inlined body (before scf-to-cf splits the body).
 std::unique_ptr<mlir::Pass> create_lower_alloca_scopes_pass();

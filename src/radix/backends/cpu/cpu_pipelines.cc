@@ -54,7 +54,7 @@ const PipelineStage kStages[] = {
      // Before deallocation: stack buffers need none.
      "radix-stack-small-buffers,"
      "buffer-deallocation-pipeline,canonicalize,cse,radix-strided-copies-to-loops,radix-scalar-vector-transfers,"
-     "radix-prefetch-next-row,radix-prefetch-next-tile"},
+     "radix-prefetch-next-row,radix-prefetch-next-tile,radix-int8-dot-kernels"},
     {"math", "func.func(math-extend-to-supported-types),radix-math-approximation"},
     // Threads first: the schedule's scf.forall loops become scf.parallel and
     // then OpenMP parallel worksharing loops (LLVM's libomp at run time).
@@ -94,6 +94,7 @@ void register_cpu_passes() {
     mlir::registerPass(create_lower_alloca_scopes_pass);
     mlir::registerPass(create_prefetch_next_row_pass);
     mlir::registerPass(create_prefetch_next_tile_pass);
+    mlir::registerPass(create_int8_dot_kernels_pass);
     mlir::registerPass(create_fuse_elementwise_pass);
     mlir::registerPass(create_collectives_to_mpi_pass);
     mlir::registerPass(create_custom_calls_pass);
@@ -223,7 +224,8 @@ Status run_pipeline(mlir::ModuleOp module, const PipelineStage& stage, const Cpu
 }  // namespace
 
 Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageDumper& dumper,
-                        const std::function<void(std::string_view, double)>& on_stage, const Signature* local) {
+                        const std::function<void(std::string_view, double)>& on_stage, const Signature* local,
+                        std::string_view target_features) {
   register_all_once();
   mlir::MLIRContext* ctx = module.getContext();
   detail::DiagnosticCollector diags(ctx);
@@ -252,7 +254,9 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
       if (!options.vectorize) continue;
       RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned));
       ScheduleSummary sum;
-      std::string script = build_cpu_schedule(module, options.schedule_isa, resolve_cpu_threads(options.threads), &sum);
+      const Int8Target int8 = options.int8_kernels ? int8_target(target_features) : Int8Target{};
+      std::string script =
+          build_cpu_schedule(module, options.schedule_isa, resolve_cpu_threads(options.threads), &sum, int8);
       if (!script.empty()) {
         dumper.dump("schedule-script", "// schedule: " + sum.to_string() + "\n" + script);
         RADIX_RETURN_IF_ERROR(apply_schedule(module, script));

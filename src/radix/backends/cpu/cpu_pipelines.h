@@ -43,9 +43,11 @@ std::span<const PipelineStage> cpu_pipeline_stages();
 // Runs the CPU lowering on `module` (in place), from traced IR to the LLVM
 // dialect. `timings` receives per-stage milliseconds when non-null.
 // `local`, when given, is checked against the partitioned @main.
+// `target_features`: the target CPU and its features as resolve_target_cpu
+// gives them ("znver3 +avx2,..."); empty: the host's.
 Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageDumper& dumper,
                         const std::function<void(std::string_view stage, double ms)>& on_stage = {},
-                        const Signature* local = nullptr);
+                        const Signature* local = nullptr, std::string_view target_features = {});
 
 // Every stage name DiagnosticOptions::dump accepts for the CPU, in order:
 // "traced", the stages above (with "schedule-script", the generated

@@ -528,6 +528,37 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
   return true;
 }
 
+// An integer-activation quantized product (trace/ops_quant.cc marks it
+// kInt8DotAttr with its format) is left to the radix-int8-dot-kernels pass
+// (after bufferization) on hosts with AVX2: its 32-byte blocks are integer
+// dot products there (vpmaddubsw + vpmaddwd, or VNNI's vpdpbusd), which the
+// vectorizer would widen to i32 lane by lane instead. The plan it gets:
+// [tm, tn, parallel, vnni] — tn weight rows x tm activation rows of
+// 8-lane accumulators (within 3/4 of AVX2's 16 registers), the weight-row
+// tiles split over the threads when the product is large enough (the
+// dot-product threshold), vpdpbusd where the host has AVX-512 VNNI with
+// 256-bit vectors (VL) or AVX-VNNI.
+constexpr const char* kInt8DotAttr = "radix.int8_dot";
+constexpr const char* kInt8KernelAttr = "radix.int8_kernel";
+
+std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, int threads,
+                                                    const Int8Target& host) {
+  if (!host.avx2 || !op->hasAttr(kInt8DotAttr) || !all_static(op)) return std::nullopt;
+  llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  if (r.size() != 3 && r.size() != 4) return std::nullopt;
+  const bool has_m = r.size() == 4;
+  const int64_t M = has_m ? r[0] : 1, N = r[has_m ? 1 : 0], K = r[has_m ? 2 : 1] * 32;
+  const int64_t tn = largest_divisor(N, {kDotRows, 2, 1});
+  int64_t tm = 1;
+  for (int64_t c : {3, 2})
+    if (M % c == 0 && c * tn <= 12 - c) {
+      tm = c;
+      break;
+    }
+  const bool parallel = threads > 1 && N / tn >= threads && M * N * K >= min_dot_work(M);
+  return std::vector<int64_t>{tm, tn, parallel ? 1 : 0, host.vnni ? 1 : 0};
+}
+
 // ---- Convolutions (trace/ops_conv.cc) ---------------------------------------
 // A static f32/f64 linalg.conv_2d_nhwc_hwcf (every conv2d / conv1d is traced
 // to one) is tiled to a register tile of tw output columns x tf output
@@ -953,8 +984,18 @@ VectorIsa host_vector_isa() {
   return isa;
 }
 
+Int8Target int8_target(std::string_view target_features) {
+  if (target_features.empty()) {
+    llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
+    return Int8Target{f.lookup("avx2"), f.lookup("avxvnni") || (f.lookup("avx512vnni") && f.lookup("avx512vl"))};
+  }
+  const std::string s = "," + std::string(target_features.substr(target_features.find(' ') + 1)) + ",";
+  auto has = [&](const char* f) { return s.find(std::string(",+") + f + ",") != std::string::npos; };
+  return Int8Target{has("avx2"), has("avxvnni") || (has("avx512vnni") && has("avx512vl"))};
+}
+
 std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested, int threads,
-                               ScheduleSummary* summary) {
+                               ScheduleSummary* summary, const Int8Target& int8) {
   ScheduleSummary sum;
   std::ostringstream body;
   int sid = 0;
@@ -1064,6 +1105,12 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
       const std::string id = handle(sid);  // the handle match() gives op
       auto match = [&] { mark(op.getOperation()); };
       llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      if (std::optional<std::vector<int64_t>> plan = int8_kernel_plan(op, threads, int8)) {
+        op->setAttr(kInt8KernelAttr, b.getDenseI64ArrayAttr(*plan));
+        ++sum.matmuls;
+        if ((*plan)[2]) ++sum.parallel;
+        return;
+      }
       if (is_quantized_dot(op)) {
         if (!emit_quantized_dot(body, op, id, isa, threads, match, sum)) ++sum.skipped;
         return;

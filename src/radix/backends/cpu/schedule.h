@@ -54,7 +54,18 @@ VectorIsa host_vector_isa();
 // ops (output blocks of matmuls, rows / chunks of elementwise ops and
 // reductions; never a reduction axis) become scf.forall loops, which the
 // "lower" stage turns into OpenMP parallel loops.
-std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int threads, ScheduleSummary* summary);
+//
+// `int8`: where integer-activation quantized products may become the
+// radix-int8-dot-kernels pass's kernels (none: they are tiled like the
+// other quantized products).
+struct Int8Target {
+  bool avx2 = false;  // vpmaddubsw + vpmaddwd
+  bool vnni = false;  // vpdpbusd on 256-bit vectors (AVX-512 VNNI + VL, or AVX-VNNI)
+};
+// From resolve_target_cpu's "cpu +feature,-feature,..." (empty: the host).
+Int8Target int8_target(std::string_view target_features);
+std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int threads, ScheduleSummary* summary,
+                               const Int8Target& int8 = {});
 
 // Parses and applies a transform script to the module, then strips the marks.
 Status apply_schedule(mlir::ModuleOp module, const std::string& script);

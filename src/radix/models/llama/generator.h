@@ -65,6 +65,9 @@ class LlamaGenerator {
     // keeps them in that format (requantizing its f32 values gives back the
     // file's blocks), when every matrix's width is a multiple of 32.
     std::optional<QuantFormat> weight_quant;
+    // With quantized matrices: the decode steps' activations as int8 blocks
+    // (default, llama.cpp's way) or f32 (LlamaConfig::quantized_activations).
+    QuantizedActivations quantized_activations = QuantizedActivations::kInt8Blocks;
     std::string name = "llama";  // module names: <name>_prefill<s>, <name>_decode
     // Above 1: tensor-parallel over this many MPI processes (one device
     // each; the job must have exactly that many, see runtime/distributed.h).

@@ -18,8 +18,9 @@ namespace {
 
 // x[..., in] · w[out, in]ᵀ -> [..., out]; w quantized when `scales` holds
 // its scales (entry `i`).
-Tensor proj(const Tensor& x, const Tensor& w, const std::vector<Tensor>& scales = {}, size_t i = 0) {
-  if (!scales.empty()) return quantized_matmul(x, w, scales[i]);
+// `acts`: how a quantized product treats x (LlamaConfig::quantized_activations).
+Tensor proj(const Tensor& x, const Tensor& w, const std::vector<Tensor>& scales, size_t i, QuantizedActivations acts) {
+  if (!scales.empty()) return quantized_matmul(x, w, scales[i], QuantizedMatmulOptions{acts});
   return dot_general(x, w, DotDims{{}, {}, {x.rank() - 1}, {1}});
 }
 
@@ -32,15 +33,15 @@ Tensor proj(const Tensor& x, const Tensor& w, const std::vector<Tensor>& scales 
 std::tuple<Tensor, Tensor, Tensor> layer_forward(const LlamaLayer<Tensor>& l, Tensor x, Tensor cache_k,
                                                  Tensor cache_v, Tensor pos, int64_t n_heads, int64_t n_kv_heads,
                                                  int64_t hd, int64_t tp, double eps, double theta,
-                                                 nn::RopeLayout layout) {
+                                                 nn::RopeLayout layout, QuantizedActivations acts) {
   const int64_t s = x.dim(1);
   auto sum_parts = [tp](const Tensor& partial) { return tp > 1 ? all_reduce(partial, kTensorParallelAxis) : partial; };
   Tensor h = nn::rms_norm(x, l.attention_norm, -1, eps);
   using L = LlamaLayer<Tensor>;
   const std::vector<Tensor>& sc = l.scales;
-  Tensor q = reshape(proj(h, l.wq, sc, L::kScaleQ), {1, s, n_heads, hd});
-  Tensor k = reshape(proj(h, l.wk, sc, L::kScaleK), {1, s, n_kv_heads, hd});
-  Tensor v = reshape(proj(h, l.wv, sc, L::kScaleV), {1, s, n_kv_heads, hd});
+  Tensor q = reshape(proj(h, l.wq, sc, L::kScaleQ, acts), {1, s, n_heads, hd});
+  Tensor k = reshape(proj(h, l.wk, sc, L::kScaleK, acts), {1, s, n_kv_heads, hd});
+  Tensor v = reshape(proj(h, l.wv, sc, L::kScaleV, acts), {1, s, n_kv_heads, hd});
   nn::RopeOptions ro;
   ro.layout = layout;
   ro.theta = theta;
@@ -49,10 +50,10 @@ std::tuple<Tensor, Tensor, Tensor> layer_forward(const LlamaLayer<Tensor>& l, Te
   nn::CachedAttentionOptions ao;
   ao.layout = nn::CacheLayout::kHeadMajor;  // a decode step reads the cache in place
   nn::CachedAttention<> a = nn::cached_attention(q, k, v, cache_k, cache_v, pos, ao);
-  x = x + sum_parts(proj(reshape(a.out, {1, s, n_heads * hd}), l.wo, sc, L::kScaleO));
+  x = x + sum_parts(proj(reshape(a.out, {1, s, n_heads * hd}), l.wo, sc, L::kScaleO, acts));
   Tensor h2 = nn::rms_norm(x, l.ffn_norm, -1, eps);
-  x = x + sum_parts(
-              proj(silu(proj(h2, l.w1, sc, L::kScale1)) * proj(h2, l.w3, sc, L::kScale3), l.w2, sc, L::kScale2));
+  Tensor gated = silu(proj(h2, l.w1, sc, L::kScale1, acts)) * proj(h2, l.w3, sc, L::kScale3, acts);
+  x = x + sum_parts(proj(gated, l.w2, sc, L::kScale2, acts));
   return {x, a.cache_k.reuse_buffer(cache_k), a.cache_v.reuse_buffer(cache_v)};
 }
 
@@ -212,14 +213,15 @@ LlamaStep<Tensor> Llama<Tensor>::forward(const Tensor& tokens, const KvCache<Ten
   for (size_t i = 0; i < layers.size(); ++i) {
     auto [y, k, v] = call("llama_layer", &layer_forward, layers[i], x, cache.k[i], cache.v[i], pos, c.local_heads(),
                           c.local_kv_heads(), c.head_dim(), c.tensor_parallel, c.norm_eps, c.rope_theta,
-                          c.rope_layout);
+                          c.rope_layout, c.quantized_activations);
     x = y;
     out.cache.k.push_back(k);
     out.cache.v.push_back(v);
   }
   const int64_t s = tokens.dim(1);
   Tensor last = reshape(slice(x, 1, s - 1, s), {1, c.dim});
-  out.logits = convert(proj(nn::rms_norm(last, norm, -1, c.norm_eps), output, output_scales), DType::kF32);
+  out.logits = convert(
+      proj(nn::rms_norm(last, norm, -1, c.norm_eps), output, output_scales, 0, c.quantized_activations), DType::kF32);
   return out;
 }
 

@@ -50,6 +50,10 @@ struct LlamaConfig {
   // need dim and hidden_dim multiples of 32) and widened in registers by
   // every product; embeddings stay in weight_dtype, activations in f32.
   std::optional<QuantFormat> weight_quant;
+  // With weight_quant: how decode steps' products treat the activations
+  // (trace/ops_quant.h): int8 blocks of 32 (llama.cpp's way, integer dot
+  // products) or f32 (exact products with the quantized weights).
+  QuantizedActivations quantized_activations = QuantizedActivations::kInt8Blocks;
   // Tensor parallelism (Megatron): the number of devices (MPI processes)
   // the attention heads and the feed-forward's hidden axis are split over.
   // Above 1, a Llama<T> holds one device's part — its heads' rows of wq /

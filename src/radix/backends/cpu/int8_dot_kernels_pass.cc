@@ -1,0 +1,325 @@
+// "radix-int8-dot-kernels": the integer-activation quantized products
+// (trace/ops_quant.cc, marked radix.int8_dot with their format) that the
+// schedule planned for integer kernels (radix.int8_kernel = [tm, tn,
+// parallel, vnni]) become loops of x86 integer dot products.
+//
+// Such a product is y[m, n] += Σ_kb xd[m, kb] * wd[n, kb] * Σ_j xq[m, kb, j]
+// * wq[n, kb, j] over blocks of 32 bytes. The vectorizer would widen every
+// byte to i32 and multiply lane by lane; x86 has instructions that multiply
+// 32 byte pairs and sum them in groups of four into eight i32 lanes at once:
+// vpdpbusd (AVX-512 VNNI / AVX-VNNI), or vpmaddubsw + vpmaddwd (AVX2). Both
+// take one unsigned and one signed operand, so a block is multiplied as
+// |w| times x with w's sign (vpsignb): |w| * sign(x, w) = w * x, exact for
+// every i8 w (|-128| is 128 as an unsigned byte) and x in [-127, 127] (the
+// activation quantizer's range). Each block's eight i32 partial sums become
+// f32 and are scaled into f32 accumulators (lane by lane: the horizontal
+// sum happens once per output, at the end), as llama.cpp's Q8_0 dot does.
+// Q4_0's weights are nibble - 8: its nibbles are unsigned as they are, so
+// its blocks are dot(nibbles, x) - 8 * dot(1, x), the latter once per block
+// of x for all tn weight rows. The scales of 8 (or 4, 2) blocks are loaded,
+// widened (f16) and multiplied as one vector per tile row, and each block's
+// broadcast from its lane: 8 vector instructions per block and weight row.
+//
+// Loops: the n axis in tiles of tn weight rows (an scf.forall over the
+// tiles when the plan says parallel: the "lower" stage turns it into an
+// OpenMP loop), then m in tiles of tm rows, then the blocks with tm x tn
+// accumulators of eight lanes. Operands are read through the op's own
+// indexing maps, so a product with or without its m loop, and x's halves
+// for Q4_0 (subviews of one buffer), need no special cases.
+//
+// Runs after bufferization. The schedule plans a kernel only on hosts with
+// AVX2 (VNNI where the host has it); an op this pass does not recognize
+// stays a linalg.generic and becomes plain loops (slow, still correct).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "radix/backends/cpu/cpu_passes.h"
+
+namespace radix {
+
+namespace {
+
+constexpr const char* kInt8DotAttr = "radix.int8_dot";
+constexpr const char* kInt8KernelAttr = "radix.int8_kernel";
+constexpr int64_t kLanes = 8;   // i32 / f32 lanes of a 256-bit register
+constexpr int64_t kBlock = 32;  // bytes per block (one 256-bit register)
+
+using mlir::Value;
+
+// Which operand is what, by format (trace/ops_quant.cc's input order).
+struct Roles {
+  int x = 0, x_hi = -1, xd = 1, w = 2, wd = 3;  // -1: absent
+};
+
+std::optional<Roles> roles_of(llvm::StringRef format) {
+  if (format == "q8_0") return Roles{0, -1, 1, 2, 3};
+  if (format == "int8") return Roles{0, -1, 1, 2, -1};
+  if (format == "q4_0") return Roles{0, 1, 2, 3, 4};
+  return std::nullopt;
+}
+
+struct Plan {
+  int64_t tm = 1, tn = 1;
+  bool parallel = false, vnni = false;
+};
+
+class KernelBuilder {
+ public:
+  KernelBuilder(mlir::linalg::GenericOp op, const Roles& roles, const Plan& plan)
+      : op_(op), roles_(roles), plan_(plan), b_(op), loc_(op.getLoc()) {}
+
+  // Replaces the op; false (nothing created) when its shape is not the one
+  // the format implies.
+  bool build() {
+    llvm::SmallVector<int64_t> r = op_.getStaticLoopRanges();
+    if (r.size() != 3 && r.size() != 4) return false;
+    has_m_ = r.size() == 4;
+    const int64_t M = has_m_ ? r[0] : 1, N = r[has_m_ ? 1 : 0], KB = r[has_m_ ? 2 : 1], J = r.back();
+    const bool q4 = roles_.x_hi >= 0;
+    if (J != (q4 ? kBlock / 2 : kBlock) || N % plan_.tn != 0 || M % plan_.tm != 0) return false;
+    const unsigned inputs = static_cast<unsigned>(op_.getNumDpsInputs());
+    const int expected = roles_.wd >= 0 ? roles_.wd + 1 : roles_.w + 1;
+    if (inputs != static_cast<unsigned>(expected) || op_.getNumDpsInits() != 1) return false;
+    if (!op_.hasPureBufferSemantics()) return false;
+    // Every operand is read along its last dim as a vector (x's and W's
+    // bytes, the scales of consecutive blocks): it must be contiguous there.
+    for (mlir::Value v : op_->getOperands()) {
+      auto mt = llvm::dyn_cast<mlir::MemRefType>(v.getType());
+      if (!mt || !mt.isLastDimUnitStride()) return false;
+    }
+
+    auto idx = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(b_, loc_, v).getResult(); };
+    Value zero = idx(0), one = idx(1);
+    auto body = [&](mlir::OpBuilder& b, mlir::Location, Value tile) {
+      mlir::OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+      Value n0 = mlir::arith::MulIOp::create(b_, loc_, tile, idx(plan_.tn));
+      auto rows = mlir::scf::ForOp::create(b_, loc_, zero, idx(M), idx(plan_.tm));
+      b_.setInsertionPointToStart(rows.getBody());
+      emit_tile(rows.getInductionVar(), n0, KB);
+    };
+    const int64_t tiles = N / plan_.tn;
+    if (plan_.parallel && tiles > 1) {
+      mlir::scf::ForallOp::create(b_, loc_, llvm::ArrayRef<mlir::OpFoldResult>{b_.getIndexAttr(tiles)},
+                                  mlir::ValueRange{}, std::nullopt,
+                                  [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange iv) {
+                                    body(b, l, iv[0]);
+                                    mlir::scf::InParallelOp::create(b, l);
+                                  });
+    } else {
+      auto loop = mlir::scf::ForOp::create(b_, loc_, zero, idx(tiles), one);
+      mlir::OpBuilder inner(loop.getBody(), loop.getBody()->begin());
+      body(inner, loc_, loop.getInductionVar());
+    }
+    op_.erase();
+    return true;
+  }
+
+ private:
+  // The operand's indices at loop indices (m, n, kb, j) (m dropped when the
+  // op has no m loop), through its indexing map (a projection).
+  llvm::SmallVector<Value> indices(int operand, Value m, Value n, Value kb, Value j) {
+    llvm::SmallVector<Value> loops;
+    if (has_m_) loops.push_back(m);
+    loops.append({n, kb, j});
+    mlir::AffineMap map = op_.getIndexingMapsArray()[static_cast<size_t>(operand)];
+    llvm::SmallVector<Value> out;
+    for (mlir::AffineExpr e : map.getResults())
+      out.push_back(loops[llvm::cast<mlir::AffineDimExpr>(e).getPosition()]);
+    return out;
+  }
+
+  Value operand(int i) { return op_->getOperand(static_cast<unsigned>(i)); }
+
+  Value load_vector(int operand_index, int64_t lanes, Value m, Value n, Value kb, Value j0) {
+    auto vt = mlir::VectorType::get({lanes}, b_.getI8Type());
+    return mlir::vector::LoadOp::create(b_, loc_, vt, operand(operand_index), indices(operand_index, m, n, kb, j0));
+  }
+
+  Value i8_splat(int64_t lanes, int64_t v) {
+    auto vt = mlir::VectorType::get({lanes}, b_.getI8Type());
+    return mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(vt, b_.getI8IntegerAttr(v)));
+  }
+
+  Value concat(Value lo, Value hi) {
+    llvm::SmallVector<int64_t> mask;
+    for (int64_t i = 0; i < kBlock; ++i) mask.push_back(i);
+    return mlir::vector::ShuffleOp::create(b_, loc_, lo, hi, mask);
+  }
+
+  Value intrinsic(const char* name, mlir::Type result, mlir::ValueRange args) {
+    return mlir::LLVM::CallIntrinsicOp::create(b_, loc_, result, b_.getStringAttr(name), args).getResult(0);
+  }
+
+  // Eight i32 sums of four byte products each: unsigned `a` times signed `s`.
+  Value dot(Value a, Value s) {
+    auto v8i32 = mlir::VectorType::get({kLanes}, b_.getI32Type());
+    if (plan_.vnni) {
+      Value z = mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(v8i32, b_.getI32IntegerAttr(0)));
+      return intrinsic("llvm.x86.avx512.vpdpbusd.256", v8i32, {z, a, s});
+    }
+    auto v16i16 = mlir::VectorType::get({2 * kLanes}, b_.getI16Type());
+    Value pairs = intrinsic("llvm.x86.avx2.pmadd.ub.sw", v16i16, {a, s});
+    Value ones = mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(v16i16, b_.getI16IntegerAttr(1)));
+    return intrinsic("llvm.x86.avx2.pmadd.wd", v8i32, {pairs, ones});
+  }
+
+  // Q4_0: W's block of row n as its 32 nibbles (0..15, unsigned), low
+  // nibbles first, as x's halves are concatenated.
+  Value nibbles(Value n, Value kb, Value c0) {
+    Value bytes = load_vector(roles_.w, kBlock / 2, c0, n, kb, c0);
+    Value lo = mlir::arith::AndIOp::create(b_, loc_, bytes, i8_splat(kBlock / 2, 15));
+    Value hi = mlir::arith::ShRUIOp::create(b_, loc_, bytes, i8_splat(kBlock / 2, 4));
+    return concat(lo, hi);
+  }
+
+  // Loads `lanes` consecutive scales from kb on (x's at row m, or W's at
+  // row n) as f32.
+  Value load_scales(int operand_index, int64_t lanes, Value m, Value n, Value kb, Value c0) {
+    mlir::Value mem = operand(operand_index);
+    mlir::Type et = llvm::cast<mlir::MemRefType>(mem.getType()).getElementType();
+    Value v = mlir::vector::LoadOp::create(b_, loc_, mlir::VectorType::get({lanes}, et), mem,
+                                           indices(operand_index, m, n, kb, c0));
+    if (!et.isF32()) v = mlir::arith::ExtFOp::create(b_, loc_, mlir::VectorType::get({lanes}, b_.getF32Type()), v);
+    return v;
+  }
+
+  // One tile: tm rows of x (from m0) times tn rows of W (from n0), the
+  // blocks stepped `unroll` at a time so that their scales are loaded,
+  // widened and multiplied as vectors (one per row), each block's then
+  // broadcast from its lane.
+  void emit_tile(Value m0, Value n0, int64_t KB) {
+    auto idx = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(b_, loc_, v).getResult(); };
+    const int64_t tm = plan_.tm, tn = plan_.tn;
+    const bool q4 = roles_.x_hi >= 0;
+    int64_t unroll = 1;
+    for (int64_t u : {8, 4, 2})
+      if (KB % u == 0) {
+        unroll = u;
+        break;
+      }
+    auto v8f32 = mlir::VectorType::get({kLanes}, b_.getF32Type());
+    Value c0 = idx(0);
+    Value zero = mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(v8f32, b_.getF32FloatAttr(0)));
+    std::vector<Value> m(static_cast<size_t>(tm)), n(static_cast<size_t>(tn));
+    for (int64_t i = 0; i < tm; ++i) m[size_t(i)] = i ? mlir::arith::AddIOp::create(b_, loc_, m0, idx(i)).getResult() : m0;
+    for (int64_t i = 0; i < tn; ++i) n[size_t(i)] = i ? mlir::arith::AddIOp::create(b_, loc_, n0, idx(i)).getResult() : n0;
+    llvm::SmallVector<Value> init(static_cast<size_t>(tm * tn), zero);
+    auto blocks = mlir::scf::ForOp::create(b_, loc_, c0, idx(KB), idx(unroll), init);
+    {
+      mlir::OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(blocks.getBody());
+      Value kb0 = blocks.getInductionVar();
+      // scale[i][j]: the unroll blocks' x scale times W's, as a vector.
+      std::vector<std::vector<Value>> scale(static_cast<size_t>(tm), std::vector<Value>(static_cast<size_t>(tn)));
+      for (int64_t i = 0; i < tm; ++i) {
+        Value xs = load_scales(roles_.xd, unroll, m[size_t(i)], c0, kb0, c0);
+        for (int64_t j = 0; j < tn; ++j)
+          scale[size_t(i)][size_t(j)] =
+              roles_.wd >= 0
+                  ? mlir::arith::MulFOp::create(b_, loc_, xs, load_scales(roles_.wd, unroll, c0, n[size_t(j)], kb0, c0))
+                        .getResult()
+                  : xs;
+      }
+      llvm::SmallVector<Value> acc(blocks.getRegionIterArgs().begin(), blocks.getRegionIterArgs().end());
+      for (int64_t u = 0; u < unroll; ++u) {
+        Value kb = u ? mlir::arith::AddIOp::create(b_, loc_, kb0, idx(u)).getResult() : kb0;
+        std::vector<Value> x(static_cast<size_t>(tm)), x8(static_cast<size_t>(tm));
+        for (int64_t i = 0; i < tm; ++i) {
+          if (!q4) {
+            x[size_t(i)] = load_vector(roles_.x, kBlock, m[size_t(i)], c0, kb, c0);
+            continue;
+          }
+          x[size_t(i)] = concat(load_vector(roles_.x, kBlock / 2, m[size_t(i)], c0, kb, c0),
+                                load_vector(roles_.x_hi, kBlock / 2, m[size_t(i)], c0, kb, c0));
+          // Q4_0's weights are nibble - 8: the dot of the nibbles (unsigned,
+          // no sign trick needed) less 8 times x's sums, per lane.
+          x8[size_t(i)] = dot(i8_splat(kBlock, 8), x[size_t(i)]);
+        }
+        for (int64_t j = 0; j < tn; ++j) {
+          Value w = q4 ? nibbles(n[size_t(j)], kb, c0) : load_vector(roles_.w, kBlock, c0, n[size_t(j)], kb, c0);
+          Value aw = q4 ? w : mlir::math::AbsIOp::create(b_, loc_, w).getResult();
+          for (int64_t i = 0; i < tm; ++i) {
+            Value sums;
+            if (q4) {
+              sums = mlir::arith::SubIOp::create(b_, loc_, dot(aw, x[size_t(i)]), x8[size_t(i)]);
+            } else {
+              sums = dot(aw, intrinsic("llvm.x86.avx2.psign.b", w.getType(), {x[size_t(i)], w}));
+            }
+            Value f = mlir::arith::SIToFPOp::create(b_, loc_, v8f32, sums);
+            Value lane = mlir::vector::ExtractOp::create(b_, loc_, scale[size_t(i)][size_t(j)], u);
+            Value sv = mlir::vector::BroadcastOp::create(b_, loc_, v8f32, lane);
+            Value& a = acc[size_t(i * tn + j)];
+            a = mlir::vector::FMAOp::create(b_, loc_, f, sv, a);
+          }
+        }
+      }
+      mlir::scf::YieldOp::create(b_, loc_, acc);
+    }
+    // out[m, n] += the lanes' sum (the op accumulates into its init).
+    Value out = op_.getDpsInitOperand(0)->get();
+    const int out_index = static_cast<int>(op_.getNumDpsInputs());
+    for (int64_t i = 0; i < tm; ++i)
+      for (int64_t j = 0; j < tn; ++j) {
+        Value sum = mlir::vector::ReductionOp::create(b_, loc_, mlir::vector::CombiningKind::ADD,
+                                                      blocks.getResult(static_cast<unsigned>(i * tn + j)));
+        llvm::SmallVector<Value> at = indices(out_index, m[size_t(i)], n[size_t(j)], c0, c0);
+        Value old = mlir::memref::LoadOp::create(b_, loc_, out, at);
+        mlir::memref::StoreOp::create(b_, loc_, mlir::arith::AddFOp::create(b_, loc_, old, sum), out, at);
+      }
+  }
+
+  mlir::linalg::GenericOp op_;
+  Roles roles_;
+  Plan plan_;
+  mlir::OpBuilder b_;
+  mlir::Location loc_;
+  bool has_m_ = true;
+};
+
+class Int8DotKernelsPass : public mlir::PassWrapper<Int8DotKernelsPass, mlir::OperationPass<mlir::ModuleOp>> {
+ public:
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(Int8DotKernelsPass)
+  llvm::StringRef getArgument() const override { return "radix-int8-dot-kernels"; }
+  llvm::StringRef getDescription() const override {
+    return "Integer-activation quantized products as x86 integer dot-product loops (AVX2 / VNNI)";
+  }
+  void getDependentDialects(mlir::DialectRegistry& registry) const override {
+    registry.insert<mlir::arith::ArithDialect, mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
+                    mlir::memref::MemRefDialect, mlir::scf::SCFDialect, mlir::vector::VectorDialect>();
+  }
+
+  void runOnOperation() override {
+    llvm::SmallVector<mlir::linalg::GenericOp> ops;
+    getOperation().walk([&](mlir::linalg::GenericOp g) {
+      if (g->hasAttr(kInt8KernelAttr)) ops.push_back(g);
+    });
+    for (mlir::linalg::GenericOp g : ops) {
+      auto plan_attr = g->getAttrOfType<mlir::DenseI64ArrayAttr>(kInt8KernelAttr);
+      auto format = g->getAttrOfType<mlir::StringAttr>(kInt8DotAttr);
+      g->removeAttr(kInt8KernelAttr);
+      std::optional<Roles> roles = format ? roles_of(format.getValue()) : std::nullopt;
+      if (!plan_attr || plan_attr.size() != 4 || !roles) continue;
+      llvm::ArrayRef<int64_t> p = plan_attr.asArrayRef();
+      const Plan plan{p[0], p[1], p[2] != 0, p[3] != 0};
+      if (plan.tm < 1 || plan.tn < 1) continue;
+      KernelBuilder(g, *roles, plan).build();
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<mlir::Pass> create_int8_dot_kernels_pass() { return std::make_unique<Int8DotKernelsPass>(); }
+
+}  // namespace radix
