@@ -29,18 +29,6 @@ Buffer device(const Shape& s, const std::vector<std::byte>& bytes) {
   return must(cpu().bytes(s, bytes));
 }
 
-std::vector<float> reference(const std::vector<float>& x, const std::vector<float>& w, int64_t m, int64_t n,
-                             int64_t k) {
-  std::vector<float> y(size_t(m * n));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double acc = 0;
-      for (int64_t c = 0; c < k; ++c) acc += double(x[size_t(i * k + c)]) * w[size_t(j * k + c)];
-      y[size_t(i * n + j)] = float(acc);
-    }
-  return y;
-}
-
 // The activation quantizer quantized_matmul traces (ops_quant.h,
 // kInt8Blocks), written out: blocks of 32, d = max|x| / 127, q = round(x / d)
 // with halves away from zero (C's roundf), q = 0 where d is 0. Returns x as

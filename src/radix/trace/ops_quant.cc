@@ -105,13 +105,13 @@ Value widen(mlir::OpBuilder& b, mlir::Location l, Value v) {
   return mlir::arith::ExtFOp::create(b, l, f32, v);
 }
 
-// (nibble - 8) of i8 byte `q`, the low (shift 0) or high (shift 4) one.
+// (nibble - 8) of i8 byte `q` as i8, the low (shift 0) or high (shift 4) one.
 Value nibble(mlir::OpBuilder& b, mlir::Location l, Value q, int shift) {
   mlir::Type i8 = q.getType();
   auto c = [&](int64_t v) { return mlir::arith::ConstantOp::create(b, l, b.getIntegerAttr(i8, v)).getResult(); };
   Value n = shift ? mlir::arith::ShRUIOp::create(b, l, q, c(shift)).getResult() : q;
   n = mlir::arith::AndIOp::create(b, l, n, c(15));
-  return widen(b, l, mlir::arith::SubIOp::create(b, l, n, c(8)));
+  return mlir::arith::SubIOp::create(b, l, n, c(8));
 }
 
 Value mul(mlir::OpBuilder& b, mlir::Location l, Value x, Value y) {
@@ -122,13 +122,12 @@ Value i32(mlir::OpBuilder& b, mlir::Location l, Value v) {
   return mlir::arith::ExtSIOp::create(b, l, b.getI32Type(), v);
 }
 
-// (nibble - 8) of byte `q` as i32, the low (shift 0) or high (shift 4) one.
-Value nibble_i32(mlir::OpBuilder& b, mlir::Location l, Value q, int shift) {
-  mlir::Type i8 = q.getType();
-  auto c = [&](int64_t v) { return mlir::arith::ConstantOp::create(b, l, b.getIntegerAttr(i8, v)).getResult(); };
-  Value n = shift ? mlir::arith::ShRUIOp::create(b, l, q, c(shift)).getResult() : q;
-  n = mlir::arith::AndIOp::create(b, l, n, c(15));
-  return i32(b, l, mlir::arith::SubIOp::create(b, l, n, c(8)));
+// Q4_0's byte j of a block holds elements j (low nibble) and j + 16 (high):
+// x [M, K] as the blocks' two halves, each [M, K/32, 16].
+std::pair<Tensor, Tensor> block_halves(const Tensor& x, int64_t M, int64_t K) {
+  Tensor halves = reshape(x, {M, K / kQuantBlock, 2, 16});
+  return {reshape(slice(halves, Axis(2), 0, 1), {M, K / kQuantBlock, 16}),
+          reshape(slice(halves, Axis(2), 1, 2), {M, K / kQuantBlock, 16})};
 }
 
 // An exact integer product (|p| < 2^24) as f32 times `scale`.
@@ -222,17 +221,14 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
     // int8 kernels read them: x's bytes, x's scales, W's bytes, W's scales.
     auto [xq, xd] = quantize_blocks(x2, M, K);
     if (f == QuantFormat::kQ4_0) {
-      // j < 16: byte j of a block holds elements j (low nibble) and j + 16
-      // (high): x's bytes are read as the block's two halves.
-      Tensor halves = reshape(xq, {M, KB, 2, 16});
-      Tensor lo = reshape(slice(halves, Axis(2), 0, 1), {M, KB, 16});
-      Tensor hi = reshape(slice(halves, Axis(2), 1, 2), {M, KB, 16});
+      // j < 16: x's bytes are read as the blocks' two halves.
+      auto [lo, hi] = block_halves(xq, M, K);
       y = emit_contraction("quantized_matmul", {lo, hi, xd, reshape(values, {N, KB, 16}), scales},
                            {{0, 2, 3}, {0, 2, 3}, {0, 2}, {1, 2, 3}, {1, 2}}, 4, M, N,
                            [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
                              Value p = mlir::arith::AddIOp::create(
-                                 b, l, mlir::arith::MulIOp::create(b, l, i32(b, l, a[0]), nibble_i32(b, l, a[3], 0)),
-                                 mlir::arith::MulIOp::create(b, l, i32(b, l, a[1]), nibble_i32(b, l, a[3], 4)));
+                                 b, l, mlir::arith::MulIOp::create(b, l, i32(b, l, a[0]), i32(b, l, nibble(b, l, a[3], 0))),
+                                 mlir::arith::MulIOp::create(b, l, i32(b, l, a[1]), i32(b, l, nibble(b, l, a[3], 4))));
                              return scaled(b, l, p, mul(b, l, a[2], widen(b, l, a[4])));
                            },
                            "q4_0");
@@ -270,15 +266,13 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
   } else {
     // Loops (m, n, kb, j), j < 16: byte j of a block weighs x's element j
     // (low nibble) and j + 16 (high nibble): x is read as its two halves.
-    Tensor xb = reshape(x2, {M, K / kQuantBlock, 2, 16});
-    Tensor x_lo = reshape(slice(xb, Axis(2), 0, 1), {M, K / kQuantBlock, 16});
-    Tensor x_hi = reshape(slice(xb, Axis(2), 1, 2), {M, K / kQuantBlock, 16});
-    y = emit_contraction("quantized_matmul", {x_lo, x_hi, reshape(values, {N, K / kQuantBlock, 16}), scales},
+    auto [x_lo, x_hi] = block_halves(x2, M, K);
+    y = emit_contraction("quantized_matmul", {x_lo, x_hi, reshape(values, {N, KB, 16}), scales},
                          {{0, 2, 3}, {0, 2, 3}, {1, 2, 3}, {1, 2}}, 4, M, N,
                          [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
                            Value s = widen(b, l, a[3]);
-                           Value lo = mul(b, l, a[0], nibble(b, l, a[2], 0));
-                           Value hi = mul(b, l, a[1], nibble(b, l, a[2], 4));
+                           Value lo = mul(b, l, a[0], widen(b, l, nibble(b, l, a[2], 0)));
+                           Value hi = mul(b, l, a[1], widen(b, l, nibble(b, l, a[2], 4)));
                            return mul(b, l, mlir::arith::AddFOp::create(b, l, lo, hi), s);
                          });
   }

@@ -98,7 +98,6 @@ class KernelBuilder {
       if (!mt || !mt.isLastDimUnitStride()) return false;
     }
 
-    auto idx = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(b_, loc_, v).getResult(); };
     Value zero = idx(0), one = idx(1);
     auto body = [&](mlir::OpBuilder& b, mlir::Location, Value tile) {
       mlir::OpBuilder::InsertionGuard g(b_);
@@ -140,6 +139,8 @@ class KernelBuilder {
   }
 
   Value operand(int i) { return op_->getOperand(static_cast<unsigned>(i)); }
+
+  Value idx(int64_t v) { return mlir::arith::ConstantIndexOp::create(b_, loc_, v); }
 
   Value load_vector(int operand_index, int64_t lanes, Value m, Value n, Value kb, Value j0) {
     auto vt = mlir::VectorType::get({lanes}, b_.getI8Type());
@@ -199,7 +200,6 @@ class KernelBuilder {
   // widened and multiplied as vectors (one per row), each block's then
   // broadcast from its lane.
   void emit_tile(Value m0, Value n0, int64_t KB) {
-    auto idx = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(b_, loc_, v).getResult(); };
     const int64_t tm = plan_.tm, tn = plan_.tn;
     const bool q4 = roles_.x_hi >= 0;
     int64_t unroll = 1;
