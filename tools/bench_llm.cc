@@ -33,11 +33,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -48,6 +50,8 @@
 #include <vector>
 
 #include "radix/core/half.h"
+#include "radix/io/gguf.h"
+#include "radix/io/quantize.h"
 #include "radix/io/safetensors.h"
 #include "radix/io/weight_store.h"
 #include "radix/models/llama/generator.h"
@@ -94,17 +98,34 @@ std::vector<const LlmModel*> llm_models(const BenchOptions& o) {
   return ms;
 }
 
-// The weights' dtypes each model runs in: f32, and bf16 (the matrices in
-// memory as bf16, activations f32: half the bytes a decode step reads).
-constexpr DType kWeightDtypes[] = {DType::kF32, DType::kBF16};
+// How each model's matrices are held in memory: f32; bf16 (activations f32:
+// half the bytes a decode step reads); or GGUF's Q8_0 / Q4_0 blocks
+// (LlamaGenerator::Options::weight_quant: quantized on load with llama.cpp's
+// rounding, kept packed; decode steps round activations to int8 blocks as
+// llama.cpp does). Norms stay f32; the embedding table follows weight_dtype
+// (f32 for the Q kinds), the tied classifier is quantized with the matrices.
+struct WeightKind {
+  DType dtype;
+  std::optional<QuantFormat> quant;
+  std::string name() const { return quant ? quant_format_name(*quant) : std::string(dtype_name(dtype)); }
+  // Bytes per element of a matrix held this way (Q8_0: 34 bytes per block of
+  // 32, Q4_0: 18; the f16 scale included).
+  double matrix_bytes_per_element() const {
+    if (!quant) return static_cast<double>(dtype_size(dtype));
+    return *quant == QuantFormat::kQ8_0 ? 34.0 / 32 : 18.0 / 32;
+  }
+};
+const WeightKind kWeightKinds[] = {
+    {DType::kF32, std::nullopt}, {DType::kBF16, std::nullopt}, {DType::kF32, QuantFormat::kQ8_0}, {DType::kF32, QuantFormat::kQ4_0}};
 
-std::string prefill_case(const LlmModel& m, DType wd, const BenchOptions& o) {
-  return "llm " + std::string(m.name) + " " + std::string(dtype_name(wd)) + " prefill " +
-         std::to_string(llm_sizes(o).prefill);
+std::string prefill_case(const LlmModel& m, const WeightKind& wk, const BenchOptions& o) {
+  return "llm " + std::string(m.name) + " " + wk.name() + " prefill " + std::to_string(llm_sizes(o).prefill);
 }
-std::string decode_case(const LlmModel& m, DType wd, const BenchOptions& o) {
-  return "llm " + std::string(m.name) + " " + std::string(dtype_name(wd)) + " decode " +
-         std::to_string(llm_sizes(o).decode);
+std::string decode_case(const LlmModel& m, const WeightKind& wk, const BenchOptions& o) {
+  return "llm " + std::string(m.name) + " " + wk.name() + " decode " + std::to_string(llm_sizes(o).decode);
+}
+bool wants_kind(const LlmModel& m, const WeightKind& wk, const BenchOptions& o) {
+  return o.wants(prefill_case(m, wk, o)) || o.wants(decode_case(m, wk, o));
 }
 
 // FNV-1a: a tensor's seed from its name, the same in every build.
@@ -198,6 +219,37 @@ std::unique_ptr<io::BasicWeightStore> bf16_store(const io::WeightStore& f32) {
   return store;
 }
 
+// The f32 store with every matrix quantized to `f` and back (io::quantize,
+// io::dequantize; norms viewed): what Radix's GGUF loader reads a Q8_0 / Q4_0
+// GGUF of the model back as (it dequantizes on open).
+std::unique_ptr<io::BasicWeightStore> dequantized_store(const io::WeightStore& f32, QuantFormat f) {
+  auto store = std::make_unique<io::BasicWeightStore>(f32.path() + " (" + quant_format_name(f) + ")", "memory");
+  for (const io::TensorInfo& t : f32.tensors()) {
+    if (t.name == "output") continue;  // tied: added below as a view
+    const std::span<const std::byte> b = f32.bytes(t.name).value();
+    Status s;
+    if (t.shape.rank() < 2) {
+      s = store->add_view(t.name, t.shape, b);
+    } else {
+      const std::span<const float> w(reinterpret_cast<const float*>(b.data()), static_cast<size_t>(t.shape.count()));
+      Result<io::QuantizedMatrix> q = io::quantize(f, w, t.shape.dim(0), t.shape.dim(1));
+      if (!q.ok()) throw std::runtime_error(std::string(quant_format_name(f)) + " weights: " + q.status().to_string());
+      const std::vector<float> back = io::dequantize(*q);
+      std::vector<std::byte> data(t.shape.byte_size());
+      std::memcpy(data.data(), back.data(), data.size());
+      s = store->add_owned(t.name, t.shape, std::move(data));
+    }
+    if (!s.ok()) throw std::runtime_error(std::string(quant_format_name(f)) + " weights: " + s.to_string());
+  }
+  if (f32.find("output")) {
+    auto emb = store->bytes("tok_embeddings");
+    if (Status s = store->add_view("output", store->find("tok_embeddings")->shape, *emb); !s.ok())
+      throw std::runtime_error(std::string(quant_format_name(f)) + " weights: " + s.to_string());
+  }
+  store->mutable_metadata() = f32.metadata();
+  return store;
+}
+
 // Parameters in a GGUF of the model (what llama-bench reports as model_n_params):
 // every tensor once, the tied classifier not at all.
 int64_t gguf_params(const io::WeightStore& s) {
@@ -207,15 +259,22 @@ int64_t gguf_params(const io::WeightStore& s) {
   return n;
 }
 
+// Bytes of the f32 store `s`'s tensors as LlamaGenerator holds them with
+// weights `wk` (matrices converted, norms f32), but for tensor `skip`.
+double held_bytes(const io::WeightStore& s, const WeightKind& wk, const std::string& skip) {
+  double b = 0;
+  for (const io::TensorInfo& t : s.tensors()) {
+    if (t.name == skip) continue;
+    b += t.shape.rank() >= 2 ? static_cast<double>(t.shape.count()) * wk.matrix_bytes_per_element()
+                             : static_cast<double>(t.shape.byte_size());
+  }
+  return b;
+}
 // Bytes a decode step reads in full: every tensor but the embedding table
 // (one row of it is gathered), the tied classifier counted once.
-double decode_bytes_per_token(const io::WeightStore& s) {
-  return static_cast<double>(s.total_bytes() - s.find("tok_embeddings")->shape.byte_size());
-}
+double decode_bytes_per_token(const io::WeightStore& s, const WeightKind& wk) { return held_bytes(s, wk, "tok_embeddings"); }
 // Distinct weight bytes (the tied classifier is the embedding table).
-double weight_bytes(const io::WeightStore& s) {
-  return static_cast<double>(s.total_bytes() - s.find("output")->shape.byte_size());
-}
+double weight_bytes(const io::WeightStore& s, const WeightKind& wk) { return held_bytes(s, wk, "output"); }
 
 // ------------------------------------------------------------- the timing
 
@@ -393,17 +452,14 @@ struct LlmRows {
 
 // Loads, checks and times one model at thread count t; then llama.cpp's
 // llama-bench on `gguf` (the same weights in this dtype) when it is not empty.
-void llm_case(const LlmModel& m, const io::WeightStore& store, DType wd, int t, const BenchOptions& o,
+void llm_case(const LlmModel& m, const io::WeightStore& store, const WeightKind& wk, int t, const BenchOptions& o,
               const std::string& gguf, BenchTable& table, LlmRows& rows) {
   const LlmSizes sz = llm_sizes(o);
-  const std::string pname = prefill_case(m, wd, o), dname = decode_case(m, wd, o);
+  const std::string pname = prefill_case(m, wk, o), dname = decode_case(m, wk, o);
   const bool want_prefill = o.wants(pname), want_decode = o.wants(dname);
   if (!want_prefill && !want_decode) return;
-  const std::string wname(dtype_name(wd));
+  const std::string wname = wk.name();
   const std::string tag = "llm " + std::string(m.name) + " " + wname + " t=" + std::to_string(t);
-  // Bytes in memory relative to the f32 store (every matrix converted on load;
-  // the norms, converted too in this count, are under 0.1% of them).
-  const double shrink = static_cast<double>(dtype_size(wd)) / sizeof(float);
   static const Platform cpu = Platform::cpu();
 
   // Cold compile (a cache miss, stored), then a fresh generator from the
@@ -412,7 +468,8 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, DType wd, int t, 
   models::LlamaGenerator::Options go;
   go.name = m.name;
   go.compile.codegen.cpu.threads = t;
-  go.weight_dtype = wd;
+  go.weight_dtype = wk.dtype;
+  go.weight_quant = wk.quant;
   go.compile.cache_dir = cache.path();
   double cold_load_ms, cold_compile_ms;
   CompileStats::Cache cold_cache;
@@ -427,13 +484,16 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, DType wd, int t, 
   must(gen->compile_step(sz.prefill), tag + ": compile the prefill step (cached)");
   std::printf("  %s: load %.0f ms (%s of %s weights, from memory), compile decode + prefill %lld: cold %.0f ms "
               "(cache %s), again %.0f ms (cache %s; load %.0f ms)\n",
-              tag.c_str(), cold_load_ms, mib(static_cast<double>(store.total_bytes()) * shrink).c_str(), wname.c_str(),
+              tag.c_str(), cold_load_ms, mib(held_bytes(store, wk, "")).c_str(), wname.c_str(),
               static_cast<long long>(sz.prefill), cold_compile_ms, cache_result_name(cold_cache), gen->compile_ms(),
               cache_result_name(gen->cache()), gen->load_ms());
   std::fflush(stdout);
 
   // The check: the last logits of one N-token prefill against N decode steps
-  // (same weights, same positions; only the kernels and summation order differ).
+  // (same weights, same positions; only the kernels and summation order differ,
+  // and with Q weights the decode steps' activations, rounded to int8 blocks:
+  // there the error is measured against the largest logit, as for
+  // llama_gguf_test's int8 activations).
   const std::vector<int32_t> tokens = fake_tokens(static_cast<size_t>(std::max(sz.prefill, sz.decode + 1)), m.vocab);
   const std::span<const int32_t> prompt(tokens.data(), static_cast<size_t>(sz.prefill));
   must(gen->reset(), tag + ": reset");
@@ -441,13 +501,25 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, DType wd, int t, 
   must(gen->reset(), tag + ": reset");
   std::vector<float> one_by_one;
   for (int32_t tok : prompt) one_by_one = must(gen->forward(std::span<const int32_t>(&tok, 1)), tag + ": decode");
-  const double err = max_rel_err(one_by_one.data(), ref.data(), ref.size(), 1.0);
+  double err = 0, tolerance = 1e-3;
+  std::string metric = "max |x-ref|/max(|ref|,1) of the logits";
+  if (wk.quant) {
+    double largest = 0;
+    for (float r : ref) largest = std::max(largest, static_cast<double>(std::fabs(r)));
+    for (size_t i = 0; i < ref.size(); ++i)
+      err = std::max(err, std::fabs(static_cast<double>(one_by_one[i]) - ref[i]) / std::max(largest, 1e-30));
+    if (!std::isfinite(largest)) err = NAN;
+    tolerance = 3e-2;
+    metric = "max |x-ref| / max |ref| of the logits (decode rounds activations to int8 blocks)";
+  } else {
+    err = max_rel_err(one_by_one.data(), ref.data(), ref.size(), 1.0);
+  }
   const bool ok = table.check(tag + " prefill " + std::to_string(sz.prefill) + " vs as many decode steps",
-                              {{"radix", err}}, 1e-3, "max |x-ref|/max(|ref|,1) of the logits");
+                              {{"radix", err}}, tolerance, metric);
 
   // The peers' data: a buffer as large as a decode step's reads; the
   // representative sgemm's operands.
-  const double bytes_per_token = decode_bytes_per_token(store) * shrink;
+  const double bytes_per_token = decode_bytes_per_token(store, wk);
   std::vector<float> weights_copy;
   std::unique_ptr<ParallelRead> reader;
   if (want_decode) {
@@ -569,7 +641,7 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, DType wd, int t, 
     std::snprintf(note, sizeof note,
                   "%sweights %s %s (tied classifier), %s read per token (all but the embedding table); read %.1f "
                   "GB/s%s; KV cache reads not counted",
-                  failed.c_str(), mib(weight_bytes(store) * shrink).c_str(), wname.c_str(), mib(bytes_per_token).c_str(),
+                  failed.c_str(), mib(weight_bytes(store, wk)).c_str(), wname.c_str(), mib(bytes_per_token).c_str(),
                   bytes_per_token / read_s / 1e9, in_llc ? " (fits in the LLC)" : "");
     std::vector<PeerValue> peers = {{"roofline", 1.0 / read_s}};
     if (!gguf.empty()) peers.push_back({"llama.cpp", lc.decode});
@@ -583,8 +655,8 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, DType wd, int t, 
 
 // ------------------------------------------------------------ the writers
 
-// GGUF v3 (llama.cpp's format; see io/gguf.h for the layout), F32 and BF16
-// tensors only: what --write-models and the llama.cpp peer need, no more.
+// GGUF v3 (llama.cpp's format; see io/gguf.h for the layout), F32, BF16,
+// Q8_0 and Q4_0 tensors only: what --write-models and the llama.cpp peer need.
 class GgufWriter {
  public:
   void u32(const std::string& key, uint32_t v) { kv(key, 4, raw(v)); }
@@ -594,16 +666,26 @@ class GgufWriter {
   void array(const std::string& key, uint32_t type, uint64_t count, const std::string& items) {
     kv(key, 9, raw(type) + raw(count) + items);
   }
+  // An F32 or BF16 tensor, its bytes as `shape` holds them (they must
+  // outlive the writer).
   void tensor(const std::string& name, const Shape& shape, std::span<const std::byte> data) {
-    infos_ += gstr(name) + raw(static_cast<uint32_t>(shape.rank()));
-    for (int a = shape.rank() - 1; a >= 0; --a) infos_ += raw(static_cast<uint64_t>(shape.dim(a)));  // ne[0] fastest
-    // ggml's type (GGML_TYPE_F32 = 0, GGML_TYPE_BF16 = 30), offset in the data section
     if (shape.dtype() != DType::kF32 && shape.dtype() != DType::kBF16)
       throw std::logic_error("GgufWriter: " + name + " is " + std::string(dtype_name(shape.dtype())));
-    infos_ += raw(uint32_t{shape.dtype() == DType::kF32 ? 0u : 30u}) + raw(offset_);
-    offset_ += (data.size() + kAlign - 1) / kAlign * kAlign;
-    data_.push_back(data);
-    ++tensors_;
+    typed_tensor(name, shape.dims(), shape.dtype() == DType::kF32 ? io::GgmlType::kF32 : io::GgmlType::kBF16, data);
+  }
+  // A [n, k] matrix as GGUF's Q8_0 / Q4_0 blocks (each block: its f16 scale,
+  // then its 32 values: 32 int8, or 16 bytes holding elements j and j + 16),
+  // built from quantize()'s separate arrays.
+  void quantized_tensor(const std::string& name, QuantFormat f, const io::QuantizedMatrix& q, int64_t n, int64_t k) {
+    const size_t value_bytes = f == QuantFormat::kQ8_0 ? 32 : 16, blocks = static_cast<size_t>(n * k / kQuantBlock);
+    std::vector<std::byte> b(blocks * (2 + value_bytes));
+    for (size_t i = 0; i < blocks; ++i) {
+      std::memcpy(&b[i * (2 + value_bytes)], &q.scales[i * 2], 2);
+      std::memcpy(&b[i * (2 + value_bytes) + 2], &q.values[i * value_bytes], value_bytes);
+    }
+    owned_.push_back(std::move(b));
+    const std::array<int64_t, 2> dims = {n, k};
+    typed_tensor(name, dims, f == QuantFormat::kQ8_0 ? io::GgmlType::kQ8_0 : io::GgmlType::kQ4_0, owned_.back());
   }
   // Writes to `path` through a temp file renamed over it.
   Status write(const std::string& path) const {
@@ -637,9 +719,19 @@ class GgufWriter {
     kv_ += gstr(key) + raw(type) + value;
     ++kvs_;
   }
+  void typed_tensor(const std::string& name, std::span<const int64_t> dims, io::GgmlType type,
+                    std::span<const std::byte> data) {
+    infos_ += gstr(name) + raw(static_cast<uint32_t>(dims.size()));
+    for (size_t a = dims.size(); a-- > 0;) infos_ += raw(static_cast<uint64_t>(dims[a]));  // ne[0] fastest
+    infos_ += raw(static_cast<uint32_t>(type)) + raw(offset_);  // offset in the data section
+    offset_ += (data.size() + kAlign - 1) / kAlign * kAlign;
+    data_.push_back(data);
+    ++tensors_;
+  }
   std::string kv_, infos_;
   uint64_t kvs_ = 0, tensors_ = 0, offset_ = 0;
   std::vector<std::span<const std::byte>> data_;
+  std::deque<std::vector<std::byte>> owned_;  // quantized tensors' blocks (stable addresses)
 };
 
 // llama.cpp's tensor name of a Radix (llama2.c) name; "" for the tied output.
@@ -662,15 +754,21 @@ std::string gguf_name(const std::string& n) {
 // is a placeholder SentencePiece one (<unk>, <s>, </s>, the 256 byte tokens,
 // then "▁t<i>", m.vocab tokens in all: llama.cpp checks the count against
 // token_embd's rows) so that llama.cpp loads the file; the token ids are what
-// a benchmark feeds. Tensors as the store holds them: F32, or BF16 matrices
-// (bf16_store) with F32 norms.
-Status write_gguf(const std::string& path, const LlmModel& m, const io::WeightStore& store) {
+// a benchmark feeds. Tensors as the store holds them (F32, or BF16 matrices
+// from bf16_store, with F32 norms), or with `wk.quant` every matrix of the
+// F32 store quantized to its blocks (the embedding table too: llama.cpp's
+// tied classifier reads it) and the norms F32.
+Status write_gguf(const std::string& path, const LlmModel& m, const io::WeightStore& store, const WeightKind& wk) {
   const bool bf16 = store.find("tok_embeddings")->shape.dtype() == DType::kBF16;
+  if (bf16 != (wk.dtype == DType::kBF16 && !wk.quant))
+    return invalid_argument("write_gguf: " + wk.name() + " weights from a " +
+                            std::string(dtype_name(store.find("tok_embeddings")->shape.dtype())) + " store");
   GgufWriter w;
   w.str("general.architecture", "llama");
-  w.str("general.name", std::string(m.name) + "-random" + (bf16 ? "-bf16" : ""));
+  w.str("general.name", std::string(m.name) + "-random" + (wk.name() == "f32" ? "" : "-" + wk.name()));
   w.u32("general.alignment", 32);
-  w.u32("general.file_type", bf16 ? 32 : 0);  // LLAMA_FTYPE_MOSTLY_BF16 : ALL_F32
+  // LLAMA_FTYPE_ALL_F32, MOSTLY_BF16, MOSTLY_Q8_0, MOSTLY_Q4_0
+  w.u32("general.file_type", !wk.quant ? (bf16 ? 32 : 0) : *wk.quant == QuantFormat::kQ8_0 ? 7 : 2);
   w.u32("llama.context_length", static_cast<uint32_t>(m.seq_len));
   w.u32("llama.embedding_length", static_cast<uint32_t>(m.dim));
   w.u32("llama.block_count", static_cast<uint32_t>(m.layers));
@@ -710,7 +808,13 @@ Status write_gguf(const std::string& path, const LlmModel& m, const io::WeightSt
     const std::string name = gguf_name(t.name);
     if (name.empty()) continue;  // tied: llama.cpp reuses token_embd.weight
     RADIX_ASSIGN_OR_RETURN(std::span<const std::byte> bytes, store.bytes(t.name));
-    w.tensor(name, t.shape, bytes);
+    if (wk.quant && t.shape.rank() == 2) {
+      const std::span<const float> f(reinterpret_cast<const float*>(bytes.data()), static_cast<size_t>(t.shape.count()));
+      RADIX_ASSIGN_OR_RETURN(io::QuantizedMatrix q, io::quantize(*wk.quant, f, t.shape.dim(0), t.shape.dim(1)));
+      w.quantized_tensor(name, *wk.quant, q, t.shape.dim(0), t.shape.dim(1));
+    } else {
+      w.tensor(name, t.shape, bytes);
+    }
   }
   return w.write(path);
 }
@@ -770,14 +874,29 @@ Status verify_written(const std::string& path, const io::WeightStore& src) {
   return Status();
 }
 
+// The GGUF of weight kind `wk` made from the f32 store, written to `path`
+// and read back by Radix's GGUF loader (verify_written).
+Status write_kind_gguf(const std::string& path, const LlmModel& m, const io::WeightStore& f32, const WeightKind& wk) {
+  std::unique_ptr<io::BasicWeightStore> held;  // what the file holds, as Radix reads it back
+  if (wk.quant) held = dequantized_store(f32, *wk.quant);
+  else if (wk.dtype == DType::kBF16) held = bf16_store(f32);
+  RADIX_RETURN_IF_ERROR(write_gguf(path, m, wk.dtype == DType::kBF16 ? *held : f32, wk));
+  return verify_written(path, held ? *held : f32);
+}
+std::string gguf_kind_name(const WeightKind& wk) {
+  std::string n = wk.name();
+  for (char& c : n) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return n;
+}
+
 }  // namespace
 
 std::vector<std::string> llm_case_names(const BenchOptions& o) {
   std::vector<std::string> names;
   for (const LlmModel* m : llm_models(o))
-    for (DType wd : kWeightDtypes) {
-      names.push_back(prefill_case(*m, wd, o));
-      names.push_back(decode_case(*m, wd, o));
+    for (const WeightKind& wk : kWeightKinds) {
+      names.push_back(prefill_case(*m, wk, o));
+      names.push_back(decode_case(*m, wk, o));
     }
   return names;
 }
@@ -808,39 +927,37 @@ void add_llm_rows(const BenchOptions& o, BenchTable& table) {
   LlmRows rows;
   for (const LlmModel* m : llm_models(o)) {
     bool wanted = false;
-    for (DType wd : kWeightDtypes) wanted |= o.wants(prefill_case(*m, wd, o)) || o.wants(decode_case(*m, wd, o));
+    for (const WeightKind& wk : kWeightKinds) wanted |= wants_kind(*m, wk, o);
     if (!wanted) continue;
     try {
       const auto t0 = Clock::now();
       const std::unique_ptr<io::BasicWeightStore> store = random_store(*m);
       std::printf("  llm %s: random f32 weights, %s (%s with the tied classifier's copy) in %.1f s\n", m->name,
-                  mib(weight_bytes(*store)).c_str(), mib(static_cast<double>(store->total_bytes())).c_str(),
+                  mib(weight_bytes(*store, kWeightKinds[0])).c_str(), mib(static_cast<double>(store->total_bytes())).c_str(),
                   seconds_since(t0));
-      // The llama.cpp peer's GGUFs (F32, BF16), each read back by Radix's GGUF loader.
+      // The llama.cpp peer's GGUFs (F32, BF16, Q8_0, Q4_0), each read back by Radix's GGUF loader.
       std::unique_ptr<TempDir> gguf_dir;
-      std::map<DType, std::string> gguf;
+      std::map<std::string, std::string> gguf;  // weight kind name -> file
       if (!o.llama_bench.empty()) {
         gguf_dir = std::make_unique<TempDir>("radix-bench-gguf");
-        for (DType wd : kWeightDtypes) {
-          if (!o.wants(prefill_case(*m, wd, o)) && !o.wants(decode_case(*m, wd, o))) continue;
+        for (const WeightKind& wk : kWeightKinds) {
+          if (!wants_kind(*m, wk, o)) continue;
           const auto t1 = Clock::now();
-          const std::unique_ptr<io::BasicWeightStore> bf16 = wd == DType::kBF16 ? bf16_store(*store) : nullptr;
-          const io::WeightStore& src = bf16 ? *bf16 : *store;
-          const std::string path =
-              gguf_dir->path() + "/" + m->name + "-random-" + std::string(dtype_name(wd)) + ".gguf";
-          Status s = write_gguf(path, *m, src);
-          if (s.ok()) s = verify_written(path, src);
+          const std::string path = gguf_dir->path() + "/" + m->name + "-random-" + wk.name() + ".gguf";
+          Status s = write_kind_gguf(path, *m, *store, wk);
           if (!s.ok()) {
             table.fail(std::string("llm ") + m->name + " GGUF for llama.cpp", s.to_string());
             continue;
           }
-          gguf[wd] = path;
+          gguf[wk.name()] = path;
           std::printf("  llm %s: %s GGUF for llama.cpp, %s, written and read back in %.1f s\n", m->name,
-                      bf16 ? "BF16" : "F32", mib(static_cast<double>(fs::file_size(path))).c_str(), seconds_since(t1));
+                      gguf_kind_name(wk).c_str(), mib(static_cast<double>(fs::file_size(path))).c_str(),
+                      seconds_since(t1));
         }
       }
-      for (DType wd : kWeightDtypes)
-        for (int t : o.threads) llm_case(*m, *store, wd, t, o, gguf.count(wd) ? gguf[wd] : "", table, rows);
+      for (const WeightKind& wk : kWeightKinds)
+        for (int t : o.threads)
+          llm_case(*m, *store, wk, t, o, gguf.count(wk.name()) ? gguf[wk.name()] : "", table, rows);
     } catch (const std::exception& e) {
       table.fail(std::string("llm ") + m->name, e.what());
     }
@@ -861,11 +978,13 @@ int write_llm_models(const BenchOptions& o) {
   int written = 0;
   for (const LlmModel* m : llm_models(o)) {
     bool wanted = false;
-    for (DType wd : kWeightDtypes) wanted |= o.wants(prefill_case(*m, wd, o)) || o.wants(decode_case(*m, wd, o));
+    for (const WeightKind& wk : kWeightKinds) wanted |= wants_kind(*m, wk, o);
     if (!wanted) continue;
     const std::unique_ptr<io::BasicWeightStore> store = random_store(*m);
     const std::string stem = (dir / (std::string(m->name) + "-random")).string();
     const std::unique_ptr<io::BasicWeightStore> bf16 = bf16_store(*store);
+    const std::unique_ptr<io::BasicWeightStore> q8 = dequantized_store(*store, QuantFormat::kQ8_0);
+    const std::unique_ptr<io::BasicWeightStore> q4 = dequantized_store(*store, QuantFormat::kQ4_0);
     struct Out {
       std::string path, what;
       std::function<Status()> write;
@@ -875,9 +994,13 @@ int write_llm_models(const BenchOptions& o) {
         {stem + ".safetensors", "Radix names + llama2c.* metadata (radix generate)",
          [&] { return io::write_safetensors(stem + ".safetensors", *store); }, store.get()},
         {stem + ".gguf", "llama.cpp names, F32, placeholder vocabulary",
-         [&] { return write_gguf(stem + ".gguf", *m, *store); }, store.get()},
+         [&] { return write_gguf(stem + ".gguf", *m, *store, kWeightKinds[0]); }, store.get()},
         {stem + "-bf16.gguf", "llama.cpp names, BF16 matrices (round to nearest even) + F32 norms",
-         [&] { return write_gguf(stem + "-bf16.gguf", *m, *bf16); }, bf16.get()},
+         [&] { return write_gguf(stem + "-bf16.gguf", *m, *bf16, kWeightKinds[1]); }, bf16.get()},
+        {stem + "-q8_0.gguf", "llama.cpp names, Q8_0 matrices (llama.cpp's rounding) + F32 norms",
+         [&] { return write_gguf(stem + "-q8_0.gguf", *m, *store, kWeightKinds[2]); }, q8.get()},
+        {stem + "-q4_0.gguf", "llama.cpp names, Q4_0 matrices (llama.cpp's rounding) + F32 norms",
+         [&] { return write_gguf(stem + "-q4_0.gguf", *m, *store, kWeightKinds[3]); }, q4.get()},
         {stem + ".bin", "llama2.c checkpoint", [&] { return write_llama2c(stem + ".bin", *m, *store); }, store.get()},
     };
     for (const Out& out : outs) {

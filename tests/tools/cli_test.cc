@@ -317,9 +317,9 @@ TEST(CliBench, QuickRunChecksAndPrintsRatios) {
 }
 
 // llama.cpp is an optional peer: the help names the option and the script
-// that builds it. --write-models writes the bf16 GGUF (the bf16 rows' llama.cpp
-// model) beside the F32 one, each read back by Radix's GGUF loader. (Nothing
-// here needs llama.cpp itself.)
+// that builds it. --write-models writes the bf16, Q8_0 and Q4_0 GGUFs (those
+// rows' llama.cpp models) beside the F32 one, each read back by Radix's GGUF
+// loader. (Nothing here needs llama.cpp itself.)
 TEST(CliBench, HelpListsTheLlamaCppPeer) {
   CliRun r = run("bench --help");
   EXPECT_EQ(r.code, 0) << r.out;
@@ -328,20 +328,35 @@ TEST(CliBench, HelpListsTheLlamaCppPeer) {
   EXPECT_NE(r.out.find("-bf16.gguf"), std::string::npos) << r.out;
 }
 
-TEST(CliBench, WriteModelsWritesF32AndBf16Gguf) {
+TEST(CliBench, WriteModelsWritesF32Bf16AndQuantizedGguf) {
   char tmpl[] = "/tmp/radix-cli-write-models-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
   CliRun r = run("bench --quick --write-models " + dir);
   EXPECT_EQ(r.code, 0) << r.out;
   for (const char* file : {"stories15M-random.safetensors", "stories15M-random.gguf", "stories15M-random-bf16.gguf",
-                           "stories15M-random.bin"})
+                           "stories15M-random-q8_0.gguf", "stories15M-random-q4_0.gguf", "stories15M-random.bin"})
     EXPECT_NE(r.out.find("wrote " + dir + "/" + file), std::string::npos) << file << "\n" << r.out;
   EXPECT_NE(r.out.find("BF16 matrices"), std::string::npos) << r.out;
   std::error_code ec;
-  EXPECT_LT(std::filesystem::file_size(dir + "/stories15M-random-bf16.gguf", ec),
-            std::filesystem::file_size(dir + "/stories15M-random.gguf", ec) * 6 / 10);
+  const auto f32_size = std::filesystem::file_size(dir + "/stories15M-random.gguf", ec);
+  EXPECT_LT(std::filesystem::file_size(dir + "/stories15M-random-bf16.gguf", ec), f32_size * 6 / 10);
+  // Blocks of 32: 34 bytes (Q8_0), 18 (Q4_0) against 128 in f32; norms and header aside.
+  EXPECT_LT(std::filesystem::file_size(dir + "/stories15M-random-q8_0.gguf", ec), f32_size * 30 / 100);
+  EXPECT_LT(std::filesystem::file_size(dir + "/stories15M-random-q4_0.gguf", ec), f32_size * 16 / 100);
   std::filesystem::remove_all(dir, ec);
+}
+
+// The quantized LLM rows run the generator with Q4_0 weights kept packed:
+// prefill checked against as many decode steps (int8-rounded activations
+// there), then timed against the roofline of the quantized bytes.
+TEST(CliBench, QuantizedLlmRowsCheckAndPrint) {
+  CliRun r = run("bench --quick --threads 1 --filter \"stories15M q4_0\" --llama-bench none --repetitions 1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("| llm stories15M q4_0 prefill 32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| llm stories15M q4_0 decode 16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("q4_0 (tied classifier)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
 }
 
 TEST(CliBench, BadOptionsExit2) {
