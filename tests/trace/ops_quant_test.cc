@@ -112,8 +112,10 @@ void check_product(QuantFormat f, int64_t m, int64_t n, int64_t k, int threads,
 TEST(Quant, ProductsMatchDequantizedReference) {
   struct Mnk { int64_t m, n, k; };
   for (QuantFormat f : kFormats)
+    // k / 32 blocks: 1, 2, 3 (steps of 2 and one block after them), 32, 9
+    // and 11 (a step of 8, then 1 or 3 blocks one at a time: stories15M's 288).
     for (Mnk s : {Mnk{1, 1, 32}, Mnk{1, 33, 64}, Mnk{3, 12, 96}, Mnk{1, 64, 1024}, Mnk{16, 8, 64},
-                  Mnk{17, 24, 64}})
+                  Mnk{17, 24, 64}, Mnk{1, 20, 288}, Mnk{2, 8, 352}})
       check_product(f, s.m, s.n, s.k, 1);
   // int8 per channel takes any k, including odd ones no vector width divides.
   check_product(QuantFormat::kInt8PerChannel, 2, 5, 7, 1);
@@ -199,7 +201,8 @@ TEST(Quant, DecodeStepWidensWeightsInVectors) {
 
 // With int8 activations (the default) on an AVX2 host, a decode step's
 // products are the integer kernels: vpmaddubsw + vpmaddwd, or vpdpbusd with
-// VNNI, in the generated code, no byte widened to f32 in a loop.
+// VNNI, in the generated code, no byte widened to f32 in a loop, and the
+// weight rows of the next tile prefetched.
 TEST(Quant, DecodeStepRunsIntegerDotProducts) {
   const Int8Target host = int8_target("");
   if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the int8 kernels are not used here";
@@ -225,6 +228,8 @@ TEST(Quant, DecodeStepRunsIntegerDotProducts) {
     // The sign trick (|w| times x with w's sign) for signed weights; Q4_0's
     // nibbles are unsigned as they are.
     if (f != QuantFormat::kQ4_0) EXPECT_NE(asm_text.find("vpsignb"), std::string::npos) << asm_text;
+    // Each step prefetches the next tile's weight rows into L2.
+    EXPECT_NE(asm_text.find("prefetcht1"), std::string::npos) << asm_text;
   }
 }
 
