@@ -188,66 +188,59 @@ std::unique_ptr<io::BasicWeightStore> random_store(const LlmModel& m) {
   return store;
 }
 
-// The store with every matrix rounded to bf16 (float_to_bf16: to nearest even,
-// as LlamaGenerator converts them on load with weight_dtype bf16) and the
-// norms kept f32, as llama.cpp's converters keep 1-D tensors: the bf16 GGUF's
-// tensors. Views the f32 store's norms (it must outlive this one).
-std::unique_ptr<io::BasicWeightStore> bf16_store(const io::WeightStore& f32) {
-  auto store = std::make_unique<io::BasicWeightStore>(f32.path() + " (bf16)", "memory");
+// The f32 store with every matrix converted by `convert` (its f32 values ->
+// the new tensor's shape and bytes) and the norms viewed (the f32 store must
+// outlive this one); the tied classifier stays a view of the embedding table.
+std::unique_ptr<io::BasicWeightStore> converted_store(
+    const io::WeightStore& f32, const std::string& what,
+    const std::function<std::pair<Shape, std::vector<std::byte>>(const io::TensorInfo&, std::span<const float>)>&
+        convert) {
+  auto store = std::make_unique<io::BasicWeightStore>(f32.path() + " (" + what + ")", "memory");
+  auto check = [&](const Status& s) {
+    if (!s.ok()) throw std::runtime_error(what + " weights: " + s.to_string());
+  };
   for (const io::TensorInfo& t : f32.tensors()) {
     if (t.name == "output") continue;  // tied: added below as a view
     const std::span<const std::byte> b = f32.bytes(t.name).value();
-    Status s;
     if (t.shape.rank() < 2) {
-      s = store->add_view(t.name, t.shape, b);
+      check(store->add_view(t.name, t.shape, b));
     } else {
-      const Shape shape(DType::kBF16, t.shape.dims());
-      std::vector<std::byte> data(shape.byte_size());
-      const float* src = reinterpret_cast<const float*>(b.data());
-      uint16_t* dst = reinterpret_cast<uint16_t*>(data.data());
-      for (int64_t i = 0, n = shape.count(); i < n; ++i) dst[i] = float_to_bf16(src[i]);
-      s = store->add_owned(t.name, shape, std::move(data));
+      auto [shape, data] =
+          convert(t, std::span<const float>(reinterpret_cast<const float*>(b.data()), static_cast<size_t>(t.shape.count())));
+      check(store->add_owned(t.name, shape, std::move(data)));
     }
-    if (!s.ok()) throw std::runtime_error("bf16 weights: " + s.to_string());
   }
-  if (f32.find("output")) {
-    auto emb = store->bytes("tok_embeddings");
-    if (Status s = store->add_view("output", store->find("tok_embeddings")->shape, *emb); !s.ok())
-      throw std::runtime_error("bf16 weights: " + s.to_string());
-  }
+  if (f32.find("output")) check(store->add_view("output", store->find("tok_embeddings")->shape, *store->bytes("tok_embeddings")));
   store->mutable_metadata() = f32.metadata();
   return store;
 }
 
+// The store with every matrix rounded to bf16 (float_to_bf16: to nearest even,
+// as LlamaGenerator converts them on load with weight_dtype bf16) and the
+// norms kept f32, as llama.cpp's converters keep 1-D tensors: the bf16 GGUF's
+// tensors.
+std::unique_ptr<io::BasicWeightStore> bf16_store(const io::WeightStore& f32) {
+  return converted_store(f32, "bf16", [](const io::TensorInfo& t, std::span<const float> src) {
+    const Shape shape(DType::kBF16, t.shape.dims());
+    std::vector<std::byte> data(shape.byte_size());
+    uint16_t* dst = reinterpret_cast<uint16_t*>(data.data());
+    for (size_t i = 0; i < src.size(); ++i) dst[i] = float_to_bf16(src[i]);
+    return std::make_pair(shape, std::move(data));
+  });
+}
+
 // The f32 store with every matrix quantized to `f` and back (io::quantize,
-// io::dequantize; norms viewed): what Radix's GGUF loader reads a Q8_0 / Q4_0
-// GGUF of the model back as (it dequantizes on open).
+// io::dequantize): what Radix's GGUF loader reads a Q8_0 / Q4_0 GGUF of the
+// model back as (it dequantizes on open).
 std::unique_ptr<io::BasicWeightStore> dequantized_store(const io::WeightStore& f32, QuantFormat f) {
-  auto store = std::make_unique<io::BasicWeightStore>(f32.path() + " (" + quant_format_name(f) + ")", "memory");
-  for (const io::TensorInfo& t : f32.tensors()) {
-    if (t.name == "output") continue;  // tied: added below as a view
-    const std::span<const std::byte> b = f32.bytes(t.name).value();
-    Status s;
-    if (t.shape.rank() < 2) {
-      s = store->add_view(t.name, t.shape, b);
-    } else {
-      const std::span<const float> w(reinterpret_cast<const float*>(b.data()), static_cast<size_t>(t.shape.count()));
-      Result<io::QuantizedMatrix> q = io::quantize(f, w, t.shape.dim(0), t.shape.dim(1));
-      if (!q.ok()) throw std::runtime_error(std::string(quant_format_name(f)) + " weights: " + q.status().to_string());
-      const std::vector<float> back = io::dequantize(*q);
-      std::vector<std::byte> data(t.shape.byte_size());
-      std::memcpy(data.data(), back.data(), data.size());
-      s = store->add_owned(t.name, t.shape, std::move(data));
-    }
-    if (!s.ok()) throw std::runtime_error(std::string(quant_format_name(f)) + " weights: " + s.to_string());
-  }
-  if (f32.find("output")) {
-    auto emb = store->bytes("tok_embeddings");
-    if (Status s = store->add_view("output", store->find("tok_embeddings")->shape, *emb); !s.ok())
-      throw std::runtime_error(std::string(quant_format_name(f)) + " weights: " + s.to_string());
-  }
-  store->mutable_metadata() = f32.metadata();
-  return store;
+  return converted_store(f32, quant_format_name(f), [f](const io::TensorInfo& t, std::span<const float> w) {
+    Result<io::QuantizedMatrix> q = io::quantize(f, w, t.shape.dim(0), t.shape.dim(1));
+    if (!q.ok()) throw std::runtime_error(std::string(quant_format_name(f)) + " weights: " + q.status().to_string());
+    const std::vector<float> back = io::dequantize(*q);
+    std::vector<std::byte> data(t.shape.byte_size());
+    std::memcpy(data.data(), back.data(), data.size());
+    return std::make_pair(t.shape, std::move(data));
+  });
 }
 
 // Parameters in a GGUF of the model (what llama-bench reports as model_n_params):
@@ -259,21 +252,24 @@ int64_t gguf_params(const io::WeightStore& s) {
   return n;
 }
 
-// Bytes of the f32 store `s`'s tensors as LlamaGenerator holds them with
-// weights `wk` (matrices converted, norms f32), but for tensor `skip`.
-double held_bytes(const io::WeightStore& s, const WeightKind& wk, const std::string& skip) {
+// Bytes of the f32 store `s`'s tensors, but for tensor `skip`, with the
+// matrices held as `wk` says and the norms f32. `f32_embeddings`: the
+// embedding table stays f32, as LlamaGenerator keeps it with Q weights (the
+// tied classifier is then a quantized copy).
+double held_bytes(const io::WeightStore& s, const WeightKind& wk, const std::string& skip, bool f32_embeddings = false) {
   double b = 0;
   for (const io::TensorInfo& t : s.tensors()) {
     if (t.name == skip) continue;
-    b += t.shape.rank() >= 2 ? static_cast<double>(t.shape.count()) * wk.matrix_bytes_per_element()
-                             : static_cast<double>(t.shape.byte_size());
+    const bool matrix = t.shape.rank() >= 2 && !(f32_embeddings && t.name == "tok_embeddings");
+    b += matrix ? static_cast<double>(t.shape.count()) * wk.matrix_bytes_per_element()
+                : static_cast<double>(t.shape.byte_size());
   }
   return b;
 }
 // Bytes a decode step reads in full: every tensor but the embedding table
 // (one row of it is gathered), the tied classifier counted once.
 double decode_bytes_per_token(const io::WeightStore& s, const WeightKind& wk) { return held_bytes(s, wk, "tok_embeddings"); }
-// Distinct weight bytes (the tied classifier is the embedding table).
+// Distinct weight bytes, as in a GGUF file (the tied classifier is the embedding table).
 double weight_bytes(const io::WeightStore& s, const WeightKind& wk) { return held_bytes(s, wk, "output"); }
 
 // ------------------------------------------------------------- the timing
@@ -484,7 +480,7 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, const WeightKind&
   must(gen->compile_step(sz.prefill), tag + ": compile the prefill step (cached)");
   std::printf("  %s: load %.0f ms (%s of %s weights, from memory), compile decode + prefill %lld: cold %.0f ms "
               "(cache %s), again %.0f ms (cache %s; load %.0f ms)\n",
-              tag.c_str(), cold_load_ms, mib(held_bytes(store, wk, "")).c_str(), wname.c_str(),
+              tag.c_str(), cold_load_ms, mib(held_bytes(store, wk, "", wk.quant.has_value())).c_str(), wname.c_str(),
               static_cast<long long>(sz.prefill), cold_compile_ms, cache_result_name(cold_cache), gen->compile_ms(),
               cache_result_name(gen->cache()), gen->load_ms());
   std::fflush(stdout);
