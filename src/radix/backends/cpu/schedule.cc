@@ -538,6 +538,16 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
 // tiles split over the threads when the product is large enough (the
 // dot-product threshold), vpdpbusd where the host has AVX-512 VNNI with
 // 256-bit vectors (VL) or AVX-VNNI.
+//
+// Byte weights (int8, Q8_0) take one weight row per tile: tiles of 4 rows,
+// 4 row streams read side by side, fell to a third of the read rate once the
+// weights no longer fit the cache, which is where a decode step's weights
+// are (a model larger than the LLC). Measured on Zen 3 (AVX2), [1,k]·W[n,k]ᵀ,
+// Gweight/s with 1 / 4 rows per tile: Q8_0 65536x768 (out of cache) 10.1 /
+// 5.2, 24576x2048 10.9 / 6.9, 32768x4096 11.9 / 9.5, two threads 65536x768
+// 18.4 / 8.3; int8 65536x768 9.6 / 5.4; in cache (2048x768) 17.1 / 24.6, the
+// price. Q4_0 (half the bytes, bound by its nibble unpacking) keeps 4 rows:
+// out of cache 14.8-16.3 / 12.7-16.3, in cache 13.8 / 17.1.
 constexpr const char* kInt8DotAttr = "radix.int8_dot";
 constexpr const char* kInt8KernelAttr = "radix.int8_kernel";
 
@@ -548,7 +558,9 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   if (r.size() != 3 && r.size() != 4) return std::nullopt;
   const bool has_m = r.size() == 4;
   const int64_t M = has_m ? r[0] : 1, N = r[has_m ? 1 : 0], K = r[has_m ? 2 : 1] * 32;
-  const int64_t tn = largest_divisor(N, {kDotRows, 2, 1});
+  auto format = op->getAttrOfType<mlir::StringAttr>(kInt8DotAttr);
+  const bool byte_weights = format && format.getValue() != "q4_0";
+  const int64_t tn = byte_weights ? 1 : largest_divisor(N, {kDotRows, 2, 1});
   int64_t tm = 1;
   for (int64_t c : {3, 2})
     if (M % c == 0 && c * tn <= 12 - c) {
