@@ -108,7 +108,7 @@ const char* kBenchUsage =
     "                        the same weights; every file is reopened and compared after writing.\n"
     "                        stories15M: ~60 MiB per file (safetensors ~95: it keeps the tied\n"
     "                        classifier's copy; bf16 GGUF ~30, q8_0 ~16, q4_0 ~9), stories110M\n"
-    "                        ~420 MiB (~510; ~210, ~115, ~63)\n"
+    "                        ~420 MiB (~510; ~210, ~112, ~60)\n"
     "  --openblas-core NAME  OpenBLAS kernel to run (OPENBLAS_CORETYPE; default SkylakeX on\n"
     "                        AVX-512 hosts, OpenBLAS's own choice elsewhere). OpenBLAS reads it\n"
     "                        when it loads, so radix bench re-executes itself once to apply it\n"
