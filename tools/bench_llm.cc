@@ -108,11 +108,12 @@ struct WeightKind {
   DType dtype;
   std::optional<QuantFormat> quant;
   std::string name() const { return quant ? quant_format_name(*quant) : std::string(dtype_name(dtype)); }
-  // Bytes per element of a matrix held this way (Q8_0: 34 bytes per block of
-  // 32, Q4_0: 18; the f16 scale included).
-  double matrix_bytes_per_element() const {
-    if (!quant) return static_cast<double>(dtype_size(dtype));
-    return *quant == QuantFormat::kQ8_0 ? 34.0 / 32 : 18.0 / 32;
+  // Bytes of a [n, k] matrix held this way (Q formats: values and scales,
+  // core/quant_format.h's shapes).
+  double matrix_bytes(int64_t n, int64_t k) const {
+    if (!quant) return static_cast<double>(n * k) * static_cast<double>(dtype_size(dtype));
+    return static_cast<double>(quantized_values_shape(*quant, n, k).byte_size() +
+                               quantized_scales_shape(*quant, n, k).byte_size());
   }
 };
 const WeightKind kWeightKinds[] = {
@@ -261,8 +262,7 @@ double held_bytes(const io::WeightStore& s, const WeightKind& wk, const std::str
   for (const io::TensorInfo& t : s.tensors()) {
     if (t.name == skip) continue;
     const bool matrix = t.shape.rank() >= 2 && !(f32_embeddings && t.name == "tok_embeddings");
-    b += matrix ? static_cast<double>(t.shape.count()) * wk.matrix_bytes_per_element()
-                : static_cast<double>(t.shape.byte_size());
+    b += matrix ? wk.matrix_bytes(t.shape.dim(0), t.shape.dim(1)) : static_cast<double>(t.shape.byte_size());
   }
   return b;
 }
@@ -673,7 +673,7 @@ class GgufWriter {
   // then its 32 values: 32 int8, or 16 bytes holding elements j and j + 16),
   // built from quantize()'s separate arrays.
   void quantized_tensor(const std::string& name, QuantFormat f, const io::QuantizedMatrix& q, int64_t n, int64_t k) {
-    const size_t value_bytes = f == QuantFormat::kQ8_0 ? 32 : 16, blocks = static_cast<size_t>(n * k / kQuantBlock);
+    const size_t blocks = static_cast<size_t>(n * k / kQuantBlock), value_bytes = q.values.size() / blocks;
     std::vector<std::byte> b(blocks * (2 + value_bytes));
     for (size_t i = 0; i < blocks; ++i) {
       std::memcpy(&b[i * (2 + value_bytes)], &q.scales[i * 2], 2);

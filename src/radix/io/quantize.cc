@@ -133,12 +133,13 @@ Result<QuantizedMatrix> quantize(QuantFormat f, std::span<const float> w, int64_
 
 std::vector<float> round_to_int8_blocks(std::span<const float> x) {
   std::vector<float> out(x.size());
-  for (size_t b = 0; b + 32 <= x.size(); b += 32) {
+  const size_t block = static_cast<size_t>(kQuantBlock);
+  for (size_t b = 0; b + block <= x.size(); b += block) {
     float amax = 0;
-    for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b + j]));
+    for (size_t j = 0; j < block; ++j) amax = std::max(amax, std::fabs(x[b + j]));
     // The traced quantizer's arithmetic, step by step (f32).
     const float d = amax / 127.0f, inv = d != 0 ? 1.0f / d : 0.0f;
-    for (size_t j = 0; j < 32; ++j) out[b + j] = std::roundf(x[b + j] * inv) * d;
+    for (size_t j = 0; j < block; ++j) out[b + j] = std::roundf(x[b + j] * inv) * d;
   }
   return out;
 }
