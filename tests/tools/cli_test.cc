@@ -44,7 +44,8 @@ TEST(Cli, DumpsStagesAndVerboseTimings) {
   EXPECT_NE(r.out.find("radix stage: traced"), std::string::npos);
   EXPECT_NE(r.out.find("func.func @main"), std::string::npos);
   EXPECT_NE(r.out.find("radix stage: llvm-ir"), std::string::npos);
-  EXPECT_NE(r.out.find("define void @_mlir_ciface_main"), std::string::npos);
+  EXPECT_NE(r.out.find("define void @_radix_packed_main"), std::string::npos);
+  EXPECT_NE(r.out.find("[radix cpu] stage codegen"), std::string::npos);
   EXPECT_NE(r.out.find("[radix cpu] stage bufferize"), std::string::npos);
 }
 

@@ -218,6 +218,57 @@ TEST(ObjectJit, RunsAndReturnsScalars) {
   EXPECT_NE(missing.status().message().find("_radix_packed_nope"), std::string::npos);
 }
 
+// An entry with many memref arguments (a Llama decode step has ~200): the
+// object exports only the packed entry (function and C wrapper are inlined
+// into it), the result is right, and each step reports its time in order.
+TEST(ObjectJit, ManyArgumentEntryExportsOnlyThePackedEntry) {
+  constexpr int kArgs = 200;
+  std::string params, body;
+  for (int k = 0; k < kArgs; ++k) {
+    params += "%a" + std::to_string(k) + ": memref<16xf32>, ";
+    body += "    %x" + std::to_string(k) + " = memref.load %a" + std::to_string(k) + "[%i] : memref<16xf32>\n";
+    body += "    %s" + std::to_string(k + 1) + " = arith.addf %s" + std::to_string(k) + ", %x" + std::to_string(k) +
+            " : f32\n";
+  }
+  const std::string source = "func.func @main(" + params +
+                             "%out: memref<16xf32>) attributes {llvm.emit_c_interface} {\n"
+                             "  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n"
+                             "  %c16 = arith.constant 16 : index\n  %s0 = arith.constant 0.0 : f32\n"
+                             "  scf.for %i = %c0 to %c16 step %c1 {\n" +
+                             body + "    memref.store %s" + std::to_string(kArgs) +
+                             ", %out[%i] : memref<16xf32>\n  }\n  return\n}\n";
+  ObjectCodegenOptions o;
+  std::vector<std::string> steps;
+  o.on_step = [&](std::string_view step, double ms) {
+    EXPECT_GE(ms, 0.0) << step;
+    steps.emplace_back(step);
+  };
+  auto object = compile(source, o);
+  ASSERT_TRUE(object.ok()) << object.status().to_string();
+  EXPECT_EQ(steps, (std::vector<std::string>{"translate", "llvm-opt", "codegen"}));
+  auto loaded = LoadedObject::load(*object, {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_TRUE((*loaded)->symbols_with_prefix("main").empty());
+  EXPECT_TRUE((*loaded)->symbols_with_prefix("_mlir_ciface_").empty());
+  auto entry = (*loaded)->packed_entry("main");
+  ASSERT_TRUE(entry.ok()) << entry.status().to_string();
+
+  std::vector<std::vector<float>> inputs(kArgs, std::vector<float>(kN));
+  std::vector<Memref1D> descriptors;
+  std::vector<void*> pointers(kArgs + 1);
+  std::vector<void*> args(kArgs + 1);
+  std::vector<float> out(kN, -7.0f), want(kN, 0.0f);
+  for (int k = 0; k < kArgs; ++k)
+    for (int i = 0; i < kN; ++i) inputs[k][i] = static_cast<float>((k * 7 + i * 3) % 11) - 5.0f;
+  for (int k = 0; k < kArgs; ++k) descriptors.push_back(memref(inputs[k]));
+  descriptors.push_back(memref(out));
+  for (int k = 0; k <= kArgs; ++k) pointers[k] = &descriptors[k], args[k] = &pointers[k];
+  for (int i = 0; i < kN; ++i)
+    for (int k = 0; k < kArgs; ++k) want[i] += inputs[k][i];  // small integers: exact in f32
+  (*entry)(args.data());
+  EXPECT_EQ(out, want);
+}
+
 TEST(ObjectJit, OptLevelsAndCpus) {
   for (int level : {0, 1, 2, 3}) {
     ObjectCodegenOptions o;

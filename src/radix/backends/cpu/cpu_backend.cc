@@ -228,6 +228,7 @@ class CpuBackend : public Backend {
     oo.opt_level = options.codegen.opt_level;
     oo.target_cpu = options.codegen.target_cpu;
     if (dumper.wants("llvm-ir")) oo.on_llvm_ir = [&](const std::string& ir) { dumper.dump("llvm-ir", ir, "ll"); };
+    oo.on_step = on_stage;
     if (dumper.wants("asm")) oo.on_asm = [&](const std::string& text) { dumper.dump("asm", text, "s"); };
     RADIX_ASSIGN_OR_RETURN(std::string object, emit_object(*module, oo));
     RADIX_ASSIGN_OR_RETURN(std::unique_ptr<BackendExecutable> exe, load_object(std::move(object), *job.signature, stats,

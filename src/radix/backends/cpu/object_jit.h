@@ -34,6 +34,9 @@ struct ObjectCodegenOptions {
   // Called with the native assembly of the object if set (for dumps; the
   // code is generated a second time, from a copy of the optimized IR).
   std::function<void(const std::string&)> on_asm;
+  // Called after each step with its name ("translate", "llvm-opt",
+  // "codegen") and milliseconds, if set (verbose compiles print them).
+  std::function<void(std::string_view, double)> on_step;
 };
 
 // Prefix of the packed entry points emit_object adds: "_radix_packed_<name>"
@@ -42,8 +45,9 @@ struct ObjectCodegenOptions {
 inline constexpr std::string_view kPackedPrefix = "_radix_packed_";
 
 // Translates `module` (LLVM dialect only) to LLVM IR, adds a packed entry for
-// every function defined with the `llvm.emit_c_interface` attribute,
-// optimizes for the target CPU and returns the bytes of a position
+// every function defined with the `llvm.emit_c_interface` attribute (the
+// function and its C wrapper become internal, inlined into that entry: the
+// object exports only the packed entries), optimizes for the target CPU and returns the bytes of a position
 // independent ELF relocatable object. Static constructors and destructors
 // (llvm.global_ctors / dtors) become the functions LoadedObject calls.
 Result<std::string> emit_object(mlir::ModuleOp module, const ObjectCodegenOptions& options);
