@@ -480,7 +480,8 @@ TEST(Schedule, MultiAxisReductionsAreVectorized) {
 // row), not once per row: so 200,000 rows neither call malloc per row nor
 // grow the stack per row (per-row stack buffers would need ~50 MB here, far
 // beyond a thread's stack). Softmax, whose exp pass is compute-bound,
-// prefetches the next row; RMSNorm (store-bound) does not.
+// prefetches the next row (and its output row for writing); RMSNorm
+// (store-bound) does not.
 TEST(Schedule, RowTemporariesOnTheStackAndSoftmaxPrefetchesTheNextRow) {
   const int64_t R = 200000, C = 32;
   const Shape s(DType::kF32, {R, C}, {"r", "c"});
@@ -501,6 +502,8 @@ TEST(Schedule, RowTemporariesOnTheStackAndSoftmaxPrefetchesTheNextRow) {
       EXPECT_EQ(ir.find("memref.alloc("), std::string::npos) << what << "\n" << ir;
       EXPECT_NE(ir.find("memref.alloca("), std::string::npos) << what << "\n" << ir;
       EXPECT_EQ(ir.find("memref.prefetch") != std::string::npos, soft) << what << "\n" << ir;
+      // Softmax's output row is claimed for writing during the exp pass too.
+      EXPECT_EQ(ir.find(", write, locality") != std::string::npos, soft) << what << "\n" << ir;
       std::vector<float> got = must(must(exe.call(must(cpu().buffer(s, x)))).to_host<float>());
       // Every 997th row against a double loop (f32 with the polynomial exp).
       for (int64_t r = 0; r < R; r += 997) {

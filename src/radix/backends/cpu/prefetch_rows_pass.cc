@@ -2,7 +2,9 @@
 // RMSNorm, LayerNorm: marked radix.row_loop by the schedule), the column loop
 // with the most work that runs after a row has been read once, when it
 // evaluates a transcendental function (softmax's exp), prefetches the same
-// columns of the next row.
+// columns of the next row. A row only written by a later pass (softmax's
+// output) is prefetched for writing, same row, in the compute-heavy loop
+// before that pass.
 //
 // Why: a fused row is read from memory by its first pass (a max, a sum of
 // squares) and then from L1 by the compute-heavy passes (exp, the scaling).
@@ -20,6 +22,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "radix/backends/cpu/cpu_passes.h"
@@ -64,6 +67,31 @@ bool uses_value(mlir::Operation* op, mlir::Value v) {
   return found;
 }
 
+// Whether `m` is `v` or a subview of it (through any chain of subviews).
+bool views(mlir::Value m, mlir::Value v) {
+  while (m != v)
+    if (auto sv = m.getDefiningOp<mlir::memref::SubViewOp>())
+      m = sv.getSource();
+    else
+      return false;
+  return true;
+}
+
+// Whether anything in `op` reads (a transfer_read or load) or writes (a
+// transfer_write or store) `v` or a view of it.
+bool reads(mlir::Operation* op, mlir::Value v) {
+  bool found = false;
+  op->walk([&](mlir::vector::TransferReadOp r) { found |= views(r.getBase(), v); });
+  op->walk([&](mlir::memref::LoadOp l) { found |= views(l.getMemRef(), v); });
+  return found;
+}
+bool writes(mlir::Operation* op, mlir::Value v) {
+  bool found = false;
+  op->walk([&](mlir::vector::TransferWriteOp w) { found |= views(w.getBase(), v); });
+  op->walk([&](mlir::memref::StoreOp s) { found |= views(s.getMemRef(), v); });
+  return found;
+}
+
 int64_t op_count(mlir::Operation* op) {
   int64_t n = 0;
   op->walk([&](mlir::Operation*) { ++n; });
@@ -102,13 +130,29 @@ void prefetch_next_rows(mlir::Operation* loop) {
     const int64_t elem_bytes = src.getElementTypeBitWidth() / 8;
     const int64_t row_bytes = src.getDimSize(rank - 1) * elem_bytes;
     if (elem_bytes == 0 || row_bytes > kMaxRowBytes) continue;
-    // The column loop doing the most work after the first one reading the row.
     size_t first = 0;
     while (first < columns.size() && !uses_value(columns[first], row.getResult())) ++first;
+    if (first == columns.size()) continue;
+    // A row only written, by a loop after the compute-heavy one (softmax's
+    // output, written by its last pass): that loop claims the row's lines
+    // for writing during the compute (prefetchw), instead of stalling on
+    // them in the store-bound last pass.
+    bool written_later = writes(columns[first], row.getResult()) && !reads(columns[first], row.getResult());
     mlir::scf::ForOp target;
-    for (size_t i = first + 1; i < columns.size(); ++i)
-      if (!target || op_count(columns[i]) > op_count(target)) target = columns[i];
+    if (written_later) {
+      for (size_t i = 0; i < first; ++i)
+        if (!target || op_count(columns[i]) > op_count(target)) target = columns[i];
+    } else {
+      // The column loop doing the most work after the first one reading the row.
+      for (size_t i = first + 1; i < columns.size(); ++i)
+        if (!target || op_count(columns[i]) > op_count(target)) target = columns[i];
+    }
     if (!target || !computes_transcendentals(target)) continue;
+    // The row's other offsets must be available where the prefetch goes.
+    bool available = true;
+    for (mlir::Value o : row.getOffsets())
+      if (o != iv && o.getParentBlock() == body && !o.getDefiningOp()->isBeforeInBlock(target)) available = false;
+    if (!available) continue;
     std::optional<int64_t> step = mlir::getConstantIntValue(target.getStep());
     if (!step || *step <= 0) continue;
 
@@ -116,7 +160,9 @@ void prefetch_next_rows(mlir::Operation* loop) {
     mlir::Location loc = target.getLoc();
     mlir::Value one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
     mlir::Value last_row = mlir::arith::ConstantIndexOp::create(b, loc, src.getDimSize(rank - 2) - 1);
-    mlir::Value next = mlir::arith::MinUIOp::create(b, loc, mlir::arith::AddIOp::create(b, loc, iv, one), last_row);
+    mlir::Value next = written_later ? iv
+                                     : mlir::arith::MinUIOp::create(b, loc, mlir::arith::AddIOp::create(b, loc, iv, one),
+                                                                    last_row);
     llvm::SmallVector<mlir::Value> base;
     for (mlir::OpFoldResult o : row.getMixedOffsets())
       base.push_back(mlir::getValueOrCreateConstantIndexOp(b, loc, o));
@@ -130,7 +176,7 @@ void prefetch_next_rows(mlir::Operation* loop) {
       idx[rank - 1] = j == 0 ? target.getInductionVar()
                              : mlir::arith::AddIOp::create(b, loc, target.getInductionVar(),
                                                            mlir::arith::ConstantIndexOp::create(b, loc, j));
-      mlir::memref::PrefetchOp::create(b, loc, row.getSource(), idx, /*isWrite=*/false, locality,
+      mlir::memref::PrefetchOp::create(b, loc, row.getSource(), idx, /*isWrite=*/written_later, locality,
                                        /*isDataCache=*/true);
     }
   }
