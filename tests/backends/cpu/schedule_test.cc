@@ -562,5 +562,59 @@ TEST(Schedule, DotProductTilesPrefetchTheNextWeightRows) {
       }
 }
 
+// A single row times short weight rows (at most 1.5 KiB) reads one weight
+// row per tile, two vectors per step, on 16-register ISAs (SSE, AVX2): four
+// short row streams side by side read memory slower than one. Longer rows,
+// and AVX-512, keep tiles of 4 rows. Every variant against a double loop.
+TEST(Schedule, ShortWeightRowsTakeOneRowPerTileOn16RegisterIsas) {
+  struct Case {
+    DType d;
+    int64_t K, N;
+    bool short_rows;
+  };
+  const Case cases[] = {{DType::kF32, 288, 1032, true},   // 1152-byte rows (stories15M)
+                        {DType::kBF16, 768, 1032, true},  // 1536 bytes (stories110M in bf16)
+                        {DType::kF32, 768, 1032, false}}; // 3 KiB
+  for (const Case& c : cases)
+    for (const IsaCase& isa : kIsas) {
+      const std::string what = std::string(dtype_name(c.d)) + " K=" + std::to_string(c.K) + " " + isa.name;
+      std::vector<float> x = testing::random_vec<float>(size_t(c.K), -1, 1, 81);
+      std::vector<float> wf = testing::random_vec<float>(size_t(c.N * c.K), -1, 1, 82);
+      std::vector<uint16_t> wb(wf.size());
+      if (c.d == DType::kBF16)
+        for (size_t i = 0; i < wf.size(); ++i) wf[i] = bf16_to_float(wb[i] = float_to_bf16(wf[i]));
+      fs::path dir = fs::temp_directory_path() / ("radix-shortrows-" + std::to_string(::getpid()));
+      fs::remove_all(dir);
+      CompileFnOptions o;
+      o.compile.codegen.cpu.schedule_isa = isa.isa;
+      o.compile.diagnostics.dump = {"bufferize"};
+      o.compile.diagnostics.dump_dir = dir.string();
+      const Shape xs(DType::kF32, {1, c.K}), ws(c.d, {c.N, c.K});
+      auto exe = must(compile_fn(
+          cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
+      const std::string ir = slurp_stage(dir, "bufferize.mlir");
+      fs::remove_all(dir);
+      const std::string et = c.d == DType::kBF16 ? "bf16" : "f32";
+      const int64_t lanes = isa.isa.f32_lanes;
+      const bool one_row = c.short_rows && isa.isa.registers <= 16;
+      // The weight reads: [v] of one row, or [4, v] of four.
+      const std::string read = one_row ? "vector<" + std::to_string(2 * lanes) + "x" + et + ">"
+                                       : "vector<4x" + std::to_string(lanes) + "x" + et + ">";
+      EXPECT_NE(ir.find("%arg1[%"), std::string::npos) << what;
+      EXPECT_NE(ir.find(read), std::string::npos) << what << ": wanted " << read << "\n" << ir;
+      // Either way the next weight rows are prefetched.
+      EXPECT_NE(ir.find("memref.prefetch %arg1["), std::string::npos) << what;
+      Buffer wbuf = c.d == DType::kBF16 ? must(cpu().buffer(ws, wb)) : must(cpu().buffer(ws, wf));
+      std::vector<float> got = must(must(exe.call(must(cpu().buffer(xs, x)), std::move(wbuf))).to_host<float>());
+      ASSERT_EQ(got.size(), size_t(c.N));
+      for (int64_t j = 0; j < c.N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < c.K; ++k) acc += double(x[size_t(k)]) * wf[size_t(j * c.K + k)];
+        // At most 768 f32 products of magnitude <= 1, summed in f32 partial sums.
+        ASSERT_NEAR(got[size_t(j)], acc, 1e-4) << what << " row " << j;
+      }
+    }
+}
+
 }  // namespace
 }  // namespace radix

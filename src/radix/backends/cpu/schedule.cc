@@ -397,6 +397,18 @@ void emit_packed_matmul(std::ostringstream& body, const std::string& id, const V
 // combined once at the end. This is the decode mat-vec's schedule: it reads
 // the weights once, front to back, tn rows in parallel.
 constexpr int64_t kDotRows = 4;  // weight rows per register tile (tn)
+// A single row times short weight rows (at most this many bytes) on AVX2
+// hosts: one weight row per tile, two vectors per step. Four short row
+// streams side by side read memory at 0.7-0.8 of one long stream on Zen 3
+// (the rows are contiguous, so one row at a time is a plain front-to-back
+// read). Measured there (AVX2), decode tok/s, 4 rows / 1 row per tile, one
+// core: stories15M f32 124-135 / 143-167, bf16 168-217 / 248-306, and
+// stories110M bf16 (1.5 KiB rows) 34-39 / 38-43; two threads 15M f32
+// 185-253 / 225-287, bf16 304-416 / 403-452, 110M bf16 55-60 / 70-73. Longer
+// f32 rows keep 4 (110M f32, 3 KiB rows: 28-29 / 24-25 tok/s); AVX-512 hosts
+// keep 4 (measured on a Xeon, where 4 rows with prefetches read at 0.88 of
+// a plain read).
+constexpr int64_t kShortRowBytes = 1536;
 
 struct DotTiles {
   int64_t tm, tn, v;  // outputs per register tile (rows x weight rows), K lanes per step
@@ -408,9 +420,15 @@ std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& is
   const size_t o = r.size() - 3;  // loops (batch,) m, n, k
   const int64_t M = r[o], N = r[o + 1], K = r[o + 2];
   const int64_t lanes = et.isF64() ? isa.f32_lanes / 2 : isa.f32_lanes;
-  const int64_t v = largest_divisor(K, {lanes, lanes / 2, 4});
+  int64_t v = largest_divisor(K, {lanes, lanes / 2, 4});
   if (K % v != 0 || v < 4) return std::nullopt;
-  const int64_t tn = largest_divisor(N, {kDotRows, 2, 1});
+  int64_t tn = largest_divisor(N, {kDotRows, 2, 1});
+  auto weights = llvm::cast<mlir::ShapedType>(op.getDpsInputOperand(1)->get().getType());
+  const int64_t row_bytes = K * static_cast<int64_t>(weights.getElementTypeBitWidth()) / 8;
+  if (M == 1 && isa.registers <= 16 && row_bytes <= kShortRowBytes) {
+    tn = 1;
+    v = largest_divisor(K, {2 * lanes, lanes, lanes / 2, 4});
+  }
   const int64_t max_acc = isa.registers / 2;  // the rest hold the loaded rows
   int64_t tm = 1;
   for (int64_t c : {4, 2})
