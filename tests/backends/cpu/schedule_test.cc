@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "radix/backends/cpu/schedule.h"
@@ -560,6 +561,41 @@ TEST(Schedule, DotProductTilesPrefetchTheNextWeightRows) {
           ASSERT_NEAR(got[size_t(j)], acc, 1e-4) << what << " row " << j;
         }
       }
+}
+
+// A prompt times bf16 weights [n, k]: B's packing copy transposes p x 8
+// tiles of bf16, which move as i16 (radix-half-transposes-as-integers;
+// AVX2 has no bf16 vectors and LLVM took them apart element by element).
+// The product against a double loop.
+TEST(Schedule, Bf16WeightPackingTransposesI16Lanes) {
+  const int64_t M = 32, K = 256, N = 512;
+  std::vector<float> x = testing::random_vec<float>(size_t(M * K), -1, 1, 91);
+  std::vector<float> wf = testing::random_vec<float>(size_t(N * K), -1, 1, 92);
+  std::vector<uint16_t> wb(wf.size());
+  for (size_t i = 0; i < wf.size(); ++i) wf[i] = bf16_to_float(wb[i] = float_to_bf16(wf[i]));
+  fs::path dir = fs::temp_directory_path() / ("radix-bf16pack-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  CompileFnOptions o;
+  o.compile.diagnostics.dump = {"bufferize"};
+  o.compile.diagnostics.dump_dir = dir.string();
+  const Shape xs(DType::kF32, {M, K}), ws(DType::kBF16, {N, K});
+  auto exe = must(compile_fn(
+      cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
+  const std::string ir = slurp_stage(dir, "bufferize.mlir");
+  fs::remove_all(dir);
+  EXPECT_NE(ir.find("vector.transpose"), std::string::npos) << ir;
+  EXPECT_EQ(std::regex_search(ir, std::regex("vector.transpose[^\n]*xbf16>")), false) << ir;
+  EXPECT_TRUE(std::regex_search(ir, std::regex("vector.transpose[^\n]*xi16>"))) << ir;
+  std::vector<float> got =
+      must(must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, wb)))).to_host<float>());
+  ASSERT_EQ(got.size(), size_t(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += double(x[size_t(i * K + k)]) * wf[size_t(j * K + k)];
+      // 256 f32 products of magnitude <= 1.
+      ASSERT_NEAR(got[size_t(i * N + j)], acc, 5e-5) << i << "," << j;
+    }
 }
 
 // A single row times short weight rows (at most 1.5 KiB) reads one weight

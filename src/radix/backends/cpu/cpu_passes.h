@@ -34,6 +34,10 @@ std::unique_ptr<mlir::Pass> create_fuse_elementwise_pass();
 // memref.load / memref.store (a 0-D read of a strided buffer does not lower).
 std::unique_ptr<mlir::Pass> create_scalar_vector_transfers_pass();
 
+// "radix-half-transposes-as-integers": bf16 / f16 vector transposes move
+// i16 lanes (bitcasts around them): AVX2 has no 16-bit float vectors.
+std::unique_ptr<mlir::Pass> create_half_transposes_pass();
+
 // "radix-stack-small-buffers": small static temporaries that live within one
 // loop iteration (a row's max / sum, a row temporary) become stack buffers
 // hoisted out of sequential loops (never out of a parallel loop's body).

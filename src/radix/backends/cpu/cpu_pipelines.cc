@@ -54,7 +54,7 @@ const PipelineStage kStages[] = {
      // Before deallocation: stack buffers need none.
      "radix-stack-small-buffers,"
      "buffer-deallocation-pipeline,canonicalize,cse,radix-strided-copies-to-loops,radix-scalar-vector-transfers,"
-     "radix-prefetch-next-row,radix-prefetch-next-tile,radix-int8-dot-kernels"},
+     "radix-half-transposes-as-integers,radix-prefetch-next-row,radix-prefetch-next-tile,radix-int8-dot-kernels"},
     {"math", "func.func(math-extend-to-supported-types),radix-math-approximation"},
     // Threads first: the schedule's scf.forall loops become scf.parallel and
     // then OpenMP parallel worksharing loops (LLVM's libomp at run time).
@@ -91,6 +91,7 @@ void register_cpu_passes() {
     mlir::registerPass(create_strided_copies_to_loops_pass);
     mlir::registerPass(create_scalar_vector_transfers_pass);
     mlir::registerPass(create_stack_small_buffers_pass);
+    mlir::registerPass(create_half_transposes_pass);
     mlir::registerPass(create_lower_alloca_scopes_pass);
     mlir::registerPass(create_prefetch_next_row_pass);
     mlir::registerPass(create_prefetch_next_tile_pass);
