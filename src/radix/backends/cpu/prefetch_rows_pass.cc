@@ -151,18 +151,21 @@ void prefetch_next_rows(mlir::Operation* loop) {
     // The row's other offsets must be available where the prefetch goes.
     bool available = true;
     for (mlir::Value o : row.getOffsets())
-      if (o != iv && o.getParentBlock() == body && !o.getDefiningOp()->isBeforeInBlock(target)) available = false;
+      if (mlir::Operation* def = o.getDefiningOp(); def && def->getBlock() == body && !def->isBeforeInBlock(target))
+        available = false;
     if (!available) continue;
     std::optional<int64_t> step = mlir::getConstantIntValue(target.getStep());
     if (!step || *step <= 0) continue;
 
     mlir::OpBuilder b(target);
     mlir::Location loc = target.getLoc();
-    mlir::Value one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
-    mlir::Value last_row = mlir::arith::ConstantIndexOp::create(b, loc, src.getDimSize(rank - 2) - 1);
-    mlir::Value next = written_later ? iv
-                                     : mlir::arith::MinUIOp::create(b, loc, mlir::arith::AddIOp::create(b, loc, iv, one),
-                                                                    last_row);
+    // The next row (clamped to the last), or this one for an output row.
+    mlir::Value next = iv;
+    if (!written_later) {
+      mlir::Value one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
+      mlir::Value last_row = mlir::arith::ConstantIndexOp::create(b, loc, src.getDimSize(rank - 2) - 1);
+      next = mlir::arith::MinUIOp::create(b, loc, mlir::arith::AddIOp::create(b, loc, iv, one), last_row);
+    }
     llvm::SmallVector<mlir::Value> base;
     for (mlir::OpFoldResult o : row.getMixedOffsets())
       base.push_back(mlir::getValueOrCreateConstantIndexOp(b, loc, o));
