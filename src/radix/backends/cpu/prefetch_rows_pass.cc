@@ -137,16 +137,13 @@ void prefetch_next_rows(mlir::Operation* loop) {
     // output, written by its last pass): that loop claims the row's lines
     // for writing during the compute (prefetchw), instead of stalling on
     // them in the store-bound last pass.
-    bool written_later = writes(columns[first], row.getResult()) && !reads(columns[first], row.getResult());
+    const bool written_later = writes(columns[first], row.getResult()) && !reads(columns[first], row.getResult());
+    // The column loop doing the most work before that writing loop, or
+    // (an input row) after the first one reading the row.
     mlir::scf::ForOp target;
-    if (written_later) {
-      for (size_t i = 0; i < first; ++i)
-        if (!target || op_count(columns[i]) > op_count(target)) target = columns[i];
-    } else {
-      // The column loop doing the most work after the first one reading the row.
-      for (size_t i = first + 1; i < columns.size(); ++i)
-        if (!target || op_count(columns[i]) > op_count(target)) target = columns[i];
-    }
+    int64_t target_ops = 0;
+    for (size_t i = written_later ? 0 : first + 1; i < (written_later ? first : columns.size()); ++i)
+      if (const int64_t n = op_count(columns[i]); !target || n > target_ops) target = columns[i], target_ops = n;
     if (!target || !computes_transcendentals(target)) continue;
     // The row's other offsets must be available where the prefetch goes.
     bool available = true;
