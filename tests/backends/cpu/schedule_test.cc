@@ -524,8 +524,9 @@ TEST(Schedule, RowTemporariesOnTheStackAndSoftmaxPrefetchesTheNextRow) {
 
 // Dot-product tiles (the decode mat-vec): each step's read of a block of
 // weight rows prefetches the same columns of the next rows, clamped to the
-// last row; f32 and bf16 weights, tiles of 4 and 2 rows (N = 2048, 2050),
-// 1 and 2 threads, against a double loop over the weights' exact values.
+// last row (the [1, K] activation is not prefetched); f32 and bf16 weights,
+// tiles of 4 and 2 rows (N = 2048, 2050), 1 and 2 threads, against a double
+// loop over the weights' exact values.
 TEST(Schedule, DotProductTilesPrefetchTheNextWeightRows) {
   const int64_t K = 768;
   for (DType d : {DType::kF32, DType::kBF16})
@@ -551,6 +552,8 @@ TEST(Schedule, DotProductTilesPrefetchTheNextWeightRows) {
         // The weights are the second argument; the prefetch reads them into L2.
         EXPECT_NE(ir.find("memref.prefetch %arg1["), std::string::npos) << what << "\n" << ir;
         EXPECT_NE(ir.find("read, locality<2>, data"), std::string::npos) << what;
+        // The activation row (the first argument, [1, K]) has no next rows.
+        EXPECT_EQ(ir.find("memref.prefetch %arg0["), std::string::npos) << what << "\n" << ir;
         Buffer wbuf = d == DType::kBF16 ? must(cpu().buffer(ws, wb)) : must(cpu().buffer(ws, wf));
         std::vector<float> got = must(must(exe.call(must(cpu().buffer(xs, x)), std::move(wbuf))).to_host<float>());
         ASSERT_EQ(got.size(), size_t(N));
