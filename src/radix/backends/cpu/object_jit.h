@@ -48,8 +48,9 @@ inline constexpr std::string_view kPackedPrefix = "_radix_packed_";
 // every function defined with the `llvm.emit_c_interface` attribute (the
 // function and its C wrapper become internal, inlined into that entry: the
 // object exports only the packed entries), optimizes for the target CPU and
-// returns the bytes of a position independent ELF relocatable object. Static constructors and destructors
-// (llvm.global_ctors / dtors) become the functions LoadedObject calls.
+// returns the bytes of a position independent ELF relocatable object. Static
+// constructors and destructors (llvm.global_ctors / dtors) become the
+// functions LoadedObject calls.
 Result<std::string> emit_object(mlir::ModuleOp module, const ObjectCodegenOptions& options);
 
 // What `target_cpu` resolves to, "<cpu name> <feature string>" ("host"

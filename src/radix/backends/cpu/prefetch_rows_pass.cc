@@ -140,10 +140,14 @@ void prefetch_next_rows(mlir::Operation* loop) {
     const bool written_later = writes(columns[first], row.getResult()) && !reads(columns[first], row.getResult());
     // The column loop doing the most work before that writing loop, or
     // (an input row) after the first one reading the row.
+    const size_t begin = written_later ? 0 : first + 1, end = written_later ? first : columns.size();
     mlir::scf::ForOp target;
     int64_t target_ops = 0;
-    for (size_t i = written_later ? 0 : first + 1; i < (written_later ? first : columns.size()); ++i)
-      if (const int64_t n = op_count(columns[i]); !target || n > target_ops) target = columns[i], target_ops = n;
+    for (size_t i = begin; i < end; ++i)
+      if (const int64_t n = op_count(columns[i]); !target || n > target_ops) {
+        target = columns[i];
+        target_ops = n;
+      }
     if (!target || !computes_transcendentals(target)) continue;
     // The row's other offsets must be available where the prefetch goes.
     bool available = true;
