@@ -566,6 +566,54 @@ TEST(Schedule, DotProductTilesPrefetchTheNextWeightRows) {
       }
 }
 
+// A dot-product tile's partial sums ([tm, tn, v] lanes -> [tm, tn]) combine
+// as one vector.reduction per output (a shuffle tree), not as a chain of one
+// scalar add per lane; a column sum (the reduced dim outermost) keeps vector
+// adds across rows. Both against double loops, on one and two threads.
+TEST(Schedule, DotProductSumsCombineAsTreesColumnSumsAsVectorAdds) {
+  const int64_t K = 288, N = 1000, R = 256, C = 64;
+  std::vector<float> x = testing::random_vec<float>(size_t(K), -1, 1, 81);
+  std::vector<float> w = testing::random_vec<float>(size_t(N * K), -1, 1, 82);
+  std::vector<float> m = testing::random_vec<float>(size_t(R * C), -1, 1, 83);
+  for (int threads : {1, 2}) {
+    const std::string what = "t" + std::to_string(threads);
+    fs::path dir = fs::temp_directory_path() / ("radix-dotsum-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    CompileFnOptions o;
+    o.compile.codegen.cpu.threads = threads;
+    o.compile.diagnostics.dump = {"schedule"};
+    o.compile.diagnostics.dump_dir = dir.string();
+    const Shape xs(DType::kF32, {1, K}), ws(DType::kF32, {N, K});
+    auto dot = must(compile_fn(
+        cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
+    std::string ir = slurp_stage(dir, "schedule.mlir");
+    fs::remove_all(dir);
+    EXPECT_NE(ir.find("vector.reduction <add>"), std::string::npos) << what << "\n" << ir;
+    EXPECT_EQ(ir.find("vector.multi_reduction"), std::string::npos) << what << "\n" << ir;
+    std::vector<float> got = must(must(dot.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, w)))).to_host<float>());
+    ASSERT_EQ(got.size(), size_t(N));
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += double(x[size_t(k)]) * w[size_t(j * K + k)];
+      ASSERT_NEAR(got[size_t(j)], acc, 1e-4) << what << " row " << j;  // 288 f32 products of magnitude <= 1
+    }
+
+    const Shape ms(DType::kF32, {R, C});
+    auto colsum = must(compile_fn(cpu(), o, [](Tensor a) { return reduce_sum(a, {0}); }, ms));
+    ir = slurp_stage(dir, "schedule.mlir");
+    fs::remove_all(dir);
+    EXPECT_EQ(ir.find("vector.reduction"), std::string::npos) << what << "\n" << ir;
+    EXPECT_EQ(ir.find("vector.multi_reduction"), std::string::npos) << what << "\n" << ir;
+    got = must(must(colsum.call(must(cpu().buffer(ms, m)))).to_host<float>());
+    ASSERT_EQ(got.size(), size_t(C));
+    for (int64_t c = 0; c < C; ++c) {
+      double acc = 0;
+      for (int64_t r = 0; r < R; ++r) acc += m[size_t(r * C + c)];
+      ASSERT_NEAR(got[size_t(c)], acc, 1e-4) << what << " column " << c;  // 256 terms of magnitude <= 1
+    }
+  }
+}
+
 // A prompt times bf16 weights [n, k]: B's packing copy transposes p x 8
 // tiles of bf16, which move as i16 (radix-half-transposes-as-integers;
 // AVX2 has no bf16 vectors and LLVM took them apart element by element).
