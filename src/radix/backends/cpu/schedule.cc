@@ -942,8 +942,9 @@ void emit_row_group(std::ostringstream& body, RowGroup g, const std::string& roo
   // Marks the row loop for radix-prefetch-next-row (after bufferization).
   body << "    transform.annotate %" << loop << " \"radix.row_loop\" : !transform.any_op\n";
   // Each row's partial results combine into its scalar as one vector
-  // reduction (a shuffle tree: log2 steps), not a chain of one scalar op per
-  // lane as the function-wide "innerparallel" lowering would make it.
+  // reduction (a shuffle tree: log2 steps), every reduction in the row loop
+  // (lower_multi_reductions, after the script, would pick the same for
+  // those over innermost dims; this covers the rest of the loop as well).
   body << "    transform.apply_patterns to %" << loop << " {\n"
        << "      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = \"innerreduction\"\n"
        << "    } : !transform.any_op\n";
