@@ -179,12 +179,27 @@ class KernelBuilder {
   }
 
   // Q4_0: W's block of row n as its 32 nibbles (0..15, unsigned), low
-  // nibbles first, as x's halves are concatenated.
+  // nibbles first, as x's halves are concatenated. The 16 bytes are loaded
+  // into both halves of a register (vbroadcasti128), the upper half's
+  // shifted down by 4 (vpsrlvd: per-dword shifts, the bits a dword shift
+  // moves across bytes are masked off) and the nibbles masked: three
+  // instructions, where a 16-byte load, a shift, an insert and the mask were
+  // four. Measured on Zen 3 (one process, medians of 21), Q4_0 decode on one
+  // core: stories15M 658 -> 706 and 708 -> 757 tok/s, stories110M 79.1 ->
+  // 82.1 (nine rounds); two cores 15M 1001 -> 1011.
   Value nibbles(Value n, Value kb, Value c0) {
     Value bytes = load_vector(roles_.w, kBlock / 2, c0, n, kb, c0);
-    Value lo = mlir::arith::AndIOp::create(b_, loc_, bytes, i8_splat(kBlock / 2, 15));
-    Value hi = mlir::arith::ShRUIOp::create(b_, loc_, bytes, i8_splat(kBlock / 2, 4));
-    return concat(lo, hi);
+    llvm::SmallVector<int64_t> twice;
+    for (int64_t i = 0; i < kBlock; ++i) twice.push_back(i % (kBlock / 2));
+    Value both = mlir::vector::ShuffleOp::create(b_, loc_, bytes, bytes, twice);
+    auto v8i32 = mlir::VectorType::get({kLanes}, b_.getI32Type());
+    auto v32i8 = mlir::VectorType::get({kBlock}, b_.getI8Type());
+    llvm::SmallVector<int32_t> shift(kLanes, 0);
+    for (int64_t i = kLanes / 2; i < kLanes; ++i) shift[size_t(i)] = 4;
+    Value shifts = mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(v8i32, llvm::ArrayRef<int32_t>(shift)));
+    Value words = mlir::vector::BitCastOp::create(b_, loc_, v8i32, both);
+    Value shifted = mlir::vector::BitCastOp::create(b_, loc_, v32i8, mlir::arith::ShRUIOp::create(b_, loc_, words, shifts));
+    return mlir::arith::AndIOp::create(b_, loc_, shifted, i8_splat(kBlock, 15));
   }
 
   // Loads `lanes` consecutive scales from kb on (x's at row m, or W's at
