@@ -3,7 +3,8 @@
 // dequantized weights (io::dequantize, itself checked against GGUF's block
 // decoders and the quantization error bounds), on every schedule (each
 // ISA's tiling and plain loops), on 1 and 2 threads, for the in-register
-// path (rows <= kQuantizedDotMaxRows) and the dequantize-then-matmul path.
+// path (decode rows, and prompts with a long k) and the
+// dequantize-then-matmul path.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -79,7 +80,8 @@ std::vector<double> widen(const std::vector<float>& x) { return std::vector<doub
 // (quantized) operands.
 void check_product(QuantFormat f, int64_t m, int64_t n, int64_t k, int threads,
                    QuantizedActivations acts = QuantizedActivations::kInt8Blocks) {
-  const bool int8 = acts == QuantizedActivations::kInt8Blocks && m <= kQuantizedDotMaxRows && k % 32 == 0;
+  const bool int8 = acts == QuantizedActivations::kInt8Blocks && k % 32 == 0 &&
+                    quantized_matmul_in_registers(m, k, QuantizedMatmulOptions{acts});
   SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
                " threads " + std::to_string(threads) + (int8 ? " int8 activations" : " f32 activations"));
   std::vector<float> wf = testing::random_vec<float>(size_t(n * k), -1, 1, 31);
@@ -117,6 +119,13 @@ TEST(Quant, ProductsMatchDequantizedReference) {
     for (Mnk s : {Mnk{1, 1, 32}, Mnk{1, 33, 64}, Mnk{3, 12, 96}, Mnk{1, 64, 1024}, Mnk{16, 8, 64},
                   Mnk{17, 24, 64}, Mnk{1, 20, 288}, Mnk{2, 8, 352}})
       check_product(f, s.m, s.n, s.k, 1);
+  // Prompts with a long k (integer kernels, row tiles, precomputed scales):
+  // 4 x 2 tiles over 8 blocks at a time; 17 blocks (8 + 8 + 1); 3-row tiles
+  // with one weight row (n odd); one row and 8 weight rows (m prime), 18
+  // blocks (steps of 2). Short k (dequantized): 20 rows of k = 64 above.
+  for (QuantFormat f : kFormats)
+    for (Mnk s : {Mnk{32, 24, 512}, Mnk{20, 12, 544}, Mnk{18, 9, 512}, Mnk{17, 16, 576}})
+      check_product(f, s.m, s.n, s.k, 1);
   // int8 per channel takes any k, including odd ones no vector width divides.
   check_product(QuantFormat::kInt8PerChannel, 2, 5, 7, 1);
   check_product(QuantFormat::kInt8PerChannel, 1, 3, 40, 1);
@@ -126,6 +135,7 @@ TEST(Quant, ProductsOnTwoThreads) {
   for (QuantFormat f : kFormats) {
     check_product(f, 1, 512, 512, 2);
     check_product(f, 4, 256, 256, 2);
+    check_product(f, 64, 256, 512, 2);
   }
 }
 

@@ -195,6 +195,12 @@ Tensor dequantize(const Tensor& values, const Tensor& scales) {
   return values;
 }
 
+bool quantized_matmul_in_registers(int64_t rows, int64_t k, const QuantizedMatmulOptions& options) {
+  if (rows <= kQuantizedDotMaxRows) return true;
+  return options.activations == QuantizedActivations::kInt8Blocks && k % kQuantBlock == 0 &&
+         k >= kQuantizedPromptMinK;
+}
+
 Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales,
                         const QuantizedMatmulOptions& options) {
   context_for("quantized_matmul", {&x, &values, &scales});
@@ -213,7 +219,7 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
   Tensor x2 = reshape(x, {M, K});
   Tensor y;
   const int64_t KB = K / kQuantBlock;
-  if (M > kQuantizedDotMaxRows) {
+  if (!quantized_matmul_in_registers(M, K, options)) {
     y = dot_general(x2, dequantize(values, scales), DotDims{{}, {}, {1}, {1}});
   } else if (options.activations == QuantizedActivations::kInt8Blocks && K % kQuantBlock == 0) {
     // Loops (m, n, kb, j): integer products of x's and W's bytes, scaled by

@@ -29,7 +29,7 @@ namespace radix {
 // when they match none (k must be a multiple of 32 for Q8_0 / Q4_0).
 QuantFormat quant_format(const Tensor& values, const Tensor& scales);
 
-// How a decode-sized quantized product (at most kQuantizedDotMaxRows rows)
+// How a quantized product that reads W in registers (see quantized_matmul)
 // treats its f32 activations x.
 enum class QuantizedActivations {
   // x quantized to int8 in blocks of 32 along k, as llama.cpp does for its
@@ -49,14 +49,22 @@ struct QuantizedMatmulOptions {
   QuantizedActivations activations = QuantizedActivations::kInt8Blocks;
 };
 
-// x[..., k] (f32) · Wᵀ -> [..., n] f32. With at most kQuantizedDotMaxRows
-// rows (decode steps) the weights are read as they are stored and widened in
-// registers (x as options.activations says); longer inputs (a prompt)
-// dequantize W once per call to f32 and run the f32 matmul schedule, which
-// is compute-bound there anyway (x stays f32).
+// x[..., k] (f32) · Wᵀ -> [..., n] f32. The weights are read as they are
+// stored and widened in registers (x as options.activations says) for
+// decode steps (at most kQuantizedDotMaxRows rows) and, with integer
+// activations, for prompts whose k is at least kQuantizedPromptMinK: on
+// AVX2 a block's integer dot product costs fewer instructions than f32
+// multiply-adds (stories110M Q4_0 prefill 1.11-1.16x, Zen 3), but each
+// tile also pays for its scales and sums, which a short k (stories15M's
+// 288) does not repay. Other prompts dequantize W once per call to f32 and
+// run the f32 matmul schedule (x stays f32).
 Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales,
                         const QuantizedMatmulOptions& options = {});
 inline constexpr int64_t kQuantizedDotMaxRows = 16;
+inline constexpr int64_t kQuantizedPromptMinK = 512;
+// Whether a product of `rows` rows and reduction length k reads W in
+// registers (true) or dequantizes it first (false), as above.
+bool quantized_matmul_in_registers(int64_t rows, int64_t k, const QuantizedMatmulOptions& options = {});
 
 // W as f32 [n, k].
 Tensor dequantize(const Tensor& values, const Tensor& scales);

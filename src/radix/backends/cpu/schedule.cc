@@ -553,11 +553,12 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
 // (after bufferization) on hosts with AVX2: its 32-byte blocks are integer
 // dot products there (vpmaddubsw + vpmaddwd, or VNNI's vpdpbusd), which the
 // vectorizer would widen to i32 lane by lane instead. The plan it gets:
-// [tm, tn, parallel, vnni] — tn weight rows x tm activation rows of
-// 8-lane accumulators (within 3/4 of AVX2's 16 registers), the weight-row
-// tiles split over the threads when the product is large enough (the
-// dot-product threshold), vpdpbusd where the host has AVX-512 VNNI with
-// 256-bit vectors (VL) or AVX-VNNI.
+// [tm, tn, parallel, vnni, blocked] — tn weight rows x tm activation rows
+// of 8-lane accumulators (within 3/4 of AVX2's 16 registers), the
+// weight-row tiles split over the threads when the product is large enough
+// (the dot-product threshold), vpdpbusd where the host has AVX-512 VNNI
+// with 256-bit vectors (VL) or AVX-VNNI, and `blocked` for more than
+// kInt8BlockedMinRows activation rows (a prompt: see the pass).
 //
 // Byte weights (int8, Q8_0) take one weight row per tile: tiles of 4 rows,
 // 4 row streams read side by side, fell to a third of the read rate once the
@@ -570,6 +571,7 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
 // out of cache 14.8-16.3 / 12.7-16.3, in cache 13.8 / 17.1.
 constexpr const char* kInt8DotAttr = "radix.int8_dot";
 constexpr const char* kInt8KernelAttr = "radix.int8_kernel";
+constexpr int64_t kInt8BlockedMinRows = 16;
 
 std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, int threads,
                                                     const Int8Target& host) {
@@ -580,15 +582,25 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   const int64_t M = has_m ? r[0] : 1, N = r[has_m ? 1 : 0], K = r[has_m ? 2 : 1] * 32;
   auto format = op->getAttrOfType<mlir::StringAttr>(kInt8DotAttr);
   const bool byte_weights = format && format.getValue() != "q4_0";
-  const int64_t tn = byte_weights ? 1 : largest_divisor(N, {kDotRows, 2, 1});
+  int64_t tn = byte_weights ? 1 : largest_divisor(N, {kDotRows, 2, 1});
   int64_t tm = 1;
   for (int64_t c : {3, 2})
     if (M % c == 0 && c * tn <= 12 - c) {
       tm = c;
       break;
     }
+  // A prompt: the weights are read from cache once per row tile, so byte
+  // weights take several rows too; tm x tn = 8 accumulators, tm first
+  // (4 x 2 and 2 x 4 measured alike).
+  const bool blocked = M > kInt8BlockedMinRows;
+  if (blocked) {
+    tm = largest_divisor(M, {4, 3, 2});
+    tn = 1;
+    for (int64_t c = 8 / tm; c > 1 && tn == 1; --c)
+      if (N % c == 0) tn = c;
+  }
   const bool parallel = threads > 1 && N / tn >= threads && M * N * K >= min_dot_work(M);
-  return std::vector<int64_t>{tm, tn, parallel ? 1 : 0, host.vnni ? 1 : 0};
+  return std::vector<int64_t>{tm, tn, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0};
 }
 
 // ---- Convolutions (trace/ops_conv.cc) ---------------------------------------
