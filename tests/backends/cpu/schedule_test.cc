@@ -81,6 +81,26 @@ TEST(Schedule, PackedMatmulOnEveryIsa) {
   }
 }
 
+// 16-register ISAs run whole blocks of 96 (or 48) rows in 6-row tiles and
+// split the rest off to 4-row tiles: 200 = 2 x 96 + 8, 288 = 3 x 96 (no
+// split); 56 rows are one block whose B panels are packed inside it (4-row
+// tiles, no split). AVX-512 keeps its 8-row tiles.
+TEST(Schedule, PackedMatmulSplitsRowsIntoSixRowTiles) {
+  struct Mkn {
+    int64_t m, k, n;
+    bool split;
+  };
+  for (const IsaCase& c : kIsas)
+    for (Mkn s : {Mkn{200, 256, 512, true}, Mkn{288, 256, 256, false}, Mkn{56, 256, 1280, false}}) {
+      auto [script, ir] = check(c, s.m, s.k, s.n);
+      EXPECT_NE(script.find("transform.structured.pack"), std::string::npos) << c.name << " " << s.m;
+      const bool want_split = s.split && c.isa.registers < 32;
+      EXPECT_EQ(script.find("transform.structured.split") != std::string::npos, want_split) << c.name << " " << s.m;
+      const bool six = c.isa.registers < 32 && s.m != 56;
+      EXPECT_EQ(script.find("tile_sizes [6, 1, 0, 0]") != std::string::npos, six) << c.name << " " << s.m;
+    }
+}
+
 TEST(Schedule, RegisterTiledMatmulOnEveryIsa) {
   for (const IsaCase& c : kIsas) {
     auto [script, ir] = check(c, 64, 128, 96);

@@ -98,6 +98,17 @@ TEST(Threads, PackedMatmulIsThreadCountIndependent) {
               1e-4, "packed matmul");
 }
 
+// 200 rows: two 96-row blocks of 6-row tiles, then 8 rows of 4-row tiles
+// (a second parallel loop); 48-row blocks on two threads.
+TEST(Threads, SplitPackedMatmulIsThreadCountIndependent) {
+  const int64_t M = 200, N = 256, K = 384;
+  Shape a(DType::kF32, {M, K}), b(DType::kF32, {K, N});
+  auto got = expect_thread_independent("split packed matmul", [](Tensor x, Tensor y) { return matmul(x, y); }, {a, b});
+  expect_near(got, naive_dot(testing::random_vec<float>(M * K, -1, 1, 100), testing::random_vec<float>(K * N, -1, 1, 101),
+                             M, N, K, false),
+              1e-4, "split packed matmul");
+}
+
 TEST(Threads, RegisterTiledMatmulIsThreadCountIndependent) {
   const int64_t M = 96, N = 80, K = 72;
   Shape a(DType::kF32, {M, K}), b(DType::kF32, {K, N});
