@@ -89,34 +89,24 @@ void expect_near(const std::vector<float>& got, const std::vector<double>& want,
     ASSERT_NEAR(got[i], want[i], tol * std::max(1.0, std::fabs(want[i]))) << what << " at " << i;
 }
 
-TEST(Threads, PackedMatmulIsThreadCountIndependent) {
-  const int64_t M = 256, N = 256, K = 256;  // the packed schedule (M*N*K >= 2^24)
+// matmul(A[M,K], B[K,N]) on 1..N threads, against a double loop.
+void check_matmul_threads(const char* what, int64_t M, int64_t N, int64_t K) {
   Shape a(DType::kF32, {M, K}), b(DType::kF32, {K, N});
-  auto got = expect_thread_independent("packed matmul", [](Tensor x, Tensor y) { return matmul(x, y); }, {a, b});
+  auto got = expect_thread_independent(what, [](Tensor x, Tensor y) { return matmul(x, y); }, {a, b});
   expect_near(got, naive_dot(testing::random_vec<float>(M * K, -1, 1, 100), testing::random_vec<float>(K * N, -1, 1, 101),
                              M, N, K, false),
-              1e-4, "packed matmul");
+              1e-4, what);
+}
+
+TEST(Threads, PackedMatmulIsThreadCountIndependent) {
+  check_matmul_threads("packed matmul", 256, 256, 256);  // the packed schedule (M*N*K >= 2^24)
 }
 
 // 200 rows: two 96-row blocks of 6-row tiles, then 8 rows of 4-row tiles
 // (a second parallel loop); 48-row blocks on two threads.
-TEST(Threads, SplitPackedMatmulIsThreadCountIndependent) {
-  const int64_t M = 200, N = 256, K = 384;
-  Shape a(DType::kF32, {M, K}), b(DType::kF32, {K, N});
-  auto got = expect_thread_independent("split packed matmul", [](Tensor x, Tensor y) { return matmul(x, y); }, {a, b});
-  expect_near(got, naive_dot(testing::random_vec<float>(M * K, -1, 1, 100), testing::random_vec<float>(K * N, -1, 1, 101),
-                             M, N, K, false),
-              1e-4, "split packed matmul");
-}
+TEST(Threads, SplitPackedMatmulIsThreadCountIndependent) { check_matmul_threads("split packed matmul", 200, 256, 384); }
 
-TEST(Threads, RegisterTiledMatmulIsThreadCountIndependent) {
-  const int64_t M = 96, N = 80, K = 72;
-  Shape a(DType::kF32, {M, K}), b(DType::kF32, {K, N});
-  auto got = expect_thread_independent("matmul", [](Tensor x, Tensor y) { return matmul(x, y); }, {a, b});
-  expect_near(got, naive_dot(testing::random_vec<float>(M * K, -1, 1, 100), testing::random_vec<float>(K * N, -1, 1, 101),
-                             M, N, K, false),
-              1e-4, "matmul");
-}
+TEST(Threads, RegisterTiledMatmulIsThreadCountIndependent) { check_matmul_threads("matmul", 96, 80, 72); }
 
 TEST(Threads, MatVecWithWeightsOutInIsThreadCountIndependent) {
   const int64_t N = 1024, K = 512;
