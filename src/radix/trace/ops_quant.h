@@ -54,7 +54,7 @@ struct QuantizedMatmulOptions {
 // decode steps (at most kQuantizedDotMaxRows rows) and, with integer
 // activations, for prompts whose k is at least kQuantizedPromptMinK: on
 // AVX2 a block's integer dot product costs fewer instructions than f32
-// multiply-adds (stories110M Q4_0 prefill 1.11-1.16x, Zen 3), but each
+// multiply-adds (stories110M Q4_0 prefill 1.06-1.17x, Zen 3), but each
 // tile also pays for its scales and sums, which a short k (stories15M's
 // 288) does not repay. Other prompts dequantize W once per call to f32 and
 // run the f32 matmul schedule (x stays f32).
