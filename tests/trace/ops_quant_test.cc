@@ -122,7 +122,7 @@ TEST(Quant, ProductsMatchDequantizedReference) {
   // Prompts with a long k (integer kernels, row tiles, precomputed scales):
   // 4 x 2 tiles over 8 blocks at a time; 17 blocks (8 + 8 + 1); 3-row tiles
   // with one weight row (n odd); one row and 8 weight rows (m prime), 18
-  // blocks (steps of 2). Short k (dequantized): 20 rows of k = 64 above.
+  // blocks (steps of 2). Short k (dequantized): 17 rows of k = 64 above.
   for (QuantFormat f : kFormats)
     for (Mnk s : {Mnk{32, 24, 512}, Mnk{20, 12, 544}, Mnk{18, 9, 512}, Mnk{17, 16, 576}})
       check_product(f, s.m, s.n, s.k, 1);

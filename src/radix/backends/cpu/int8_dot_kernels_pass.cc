@@ -16,9 +16,10 @@
 // sum happens once per output, at the end), as llama.cpp's Q8_0 dot does.
 // Q4_0's weights are nibble - 8: its nibbles are unsigned as they are, so
 // its blocks are dot(nibbles, x) - 8 * dot(1, x), the latter once per block
-// of x for all tn weight rows (decode; see blocked below). The scales of 8 (or 4, 2) blocks are loaded,
-// widened (f16) and multiplied as one vector per tile row, and each block's
-// broadcast from its lane: 8 vector instructions per block and weight row.
+// of x for all tn weight rows (decode; see blocked below). The scales of 8
+// (or 4, 2) blocks are loaded, widened (f16) and multiplied as one vector
+// per tile row, and each block's broadcast from its lane: 8 vector
+// instructions per block and weight row.
 //
 // Loops: the n axis in tiles of tn weight rows (an scf.forall over the
 // tiles when the plan says parallel: the "lower" stage turns it into an
@@ -305,12 +306,12 @@ class KernelBuilder {
     b_.setInsertionPointToStart(blocks.getBody());
     Value kb = blocks.getInductionVar();
     Value x = concat(load_vector(roles_.x, kBlock / 2, m, c0, kb, c0), load_vector(roles_.x_hi, kBlock / 2, m, c0, kb, c0));
-    Value sum = mlir::vector::ReductionOp::create(b_, loc_, mlir::vector::CombiningKind::ADD, dot(i8_splat(kBlock, 1), x));
+    // The same 8 * dot(1, x) as decode's per-block term, summed over its lanes.
+    Value sum = mlir::vector::ReductionOp::create(b_, loc_, mlir::vector::CombiningKind::ADD, dot(i8_splat(kBlock, 8), x));
     Value f = mlir::arith::SIToFPOp::create(b_, loc_, f32, sum);
     Value d = mlir::memref::LoadOp::create(b_, loc_, operand(roles_.xd), indices(roles_.xd, m, c0, kb, c0));
     if (!d.getType().isF32()) d = mlir::arith::ExtFOp::create(b_, loc_, f32, d);
-    Value eight = mlir::arith::ConstantOp::create(b_, loc_, b_.getF32FloatAttr(8));
-    Value v = mlir::arith::MulFOp::create(b_, loc_, f, mlir::arith::MulFOp::create(b_, loc_, d, eight));
+    Value v = mlir::arith::MulFOp::create(b_, loc_, f, d);
     mlir::memref::StoreOp::create(b_, loc_, v, buf, mlir::ValueRange{m, kb});
     return buf;
   }

@@ -64,7 +64,7 @@ int64_t packed_reg_m(const VectorIsa& isa) { return isa.registers >= 32 ? 8 : 4;
 // 48 to give threads enough blocks): the packed op is split at the last
 // whole block, the rows after it run in the 4-row tiles. Measured on Zen 3,
 // one core against OpenBLAS, 1024^3 0.82 -> 0.89, 512^3 0.90 -> 0.99,
-// [128,2048]x[2048,768]^T 0.89 -> 0.92 (two cores 0.82 -> 0.98).
+// x[128,768]·W[2048,768]ᵀ 0.89 -> 0.92 (two cores 0.82 -> 0.98).
 constexpr int64_t kWideRegM = 6;
 constexpr std::initializer_list<int64_t> kWideBlockM = {96, 48};  // largest first
 
@@ -121,14 +121,13 @@ std::string tile_list(const std::vector<int64_t>& t) {
 
 // Emits `tile_using_for` with `n_loops` loop results and returns the new op handle.
 void emit_tile(std::ostringstream& os, const std::string& in, const std::string& out,
-               const std::vector<int64_t>& sizes, const std::vector<int64_t>& interchange = {}) {
+               const std::vector<int64_t>& sizes) {
   int loops = 0;
   for (int64_t s : sizes) loops += s != 0;
   os << "    %" << out;
   for (int i = 0; i < loops; ++i) os << ", %" << out << "_l" << i;
-  os << " = transform.structured.tile_using_for %" << in << " tile_sizes " << tile_list(sizes);
-  if (!interchange.empty()) os << " interchange = " << tile_list(interchange);
-  os << " : (!transform.any_op) -> (!transform.any_op";
+  os << " = transform.structured.tile_using_for %" << in << " tile_sizes " << tile_list(sizes)
+     << " : (!transform.any_op) -> (!transform.any_op";
   for (int i = 0; i < loops; ++i) os << ", !transform.any_op";
   os << ")\n";
 }
@@ -361,10 +360,14 @@ void emit_packed_matmul(std::ostringstream& body, const std::string& id, const V
   std::vector<Part> parts = {{p + "a", id, blk.m, reg_m}};
   // AVX2: 6-row tiles over the whole blocks of kWideBlockM rows (see
   // kWideRegM), the rest (a multiple of 4 rows) in 4-row tiles.
-  // The larger block, unless it leaves the threads fewer than two blocks each.
+  // The largest block that fits, unless it leaves the threads fewer than
+  // two blocks each.
   int64_t bm6 = 0;
-  for (int64_t c : kWideBlockM)
-    if (rows >= c && (bm6 == 0 || (threads > 1 && (rows / bm6) * (cols / blk.n) < 2 * threads))) bm6 = c;
+  for (int64_t c : kWideBlockM) {
+    if (rows < c) continue;
+    bm6 = c;
+    if (threads < 2 || (rows / c) * (cols / blk.n) >= 2 * threads) break;
+  }
   const int64_t main_rows = bm6 ? rows / bm6 * bm6 : 0, rest = rows - main_rows;
   if (isa.registers < 32 && !fuse_b_pack && main_rows > 0 && rest % reg_m == 0) {
     parts = {{p + "a", id, bm6, kWideRegM}};
