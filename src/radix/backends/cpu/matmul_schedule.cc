@@ -1,0 +1,550 @@
+#include "radix/backends/cpu/matmul_schedule.h"
+
+#include <algorithm>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+namespace radix::cpu_schedule {
+
+// ---- Tuning knobs -----------------------------------------------------------
+// Measured on AMD EPYC (Zen 3, AVX2, 1 thread), 1024^3 f32: see bench/README.md.
+
+// Large matmuls (M*N*K >= kPackMinVolume): B (and C) are packed into
+// column panels of kPanelVectors vectors (16 f32 on AVX2, 32 on AVX-512),
+// laid out [N / panel][K][panel], so the register tile streams B contiguously
+// (unpacked, every K step of a 1024-wide B row is a new 4 KiB page and L1 set).
+// Loop nest over the packed op (m, n-panel, k, n-in-panel):
+//   block-M x kBlockN output blocks, K blocks (L2) — see pack_blocks,
+//   register tiles of reg_m rows x 1 panel, K steps of kRegK (one vector.contract
+//   of reg_m x panel x kRegK, lowered to FMAs as outer products).
+// Block sizes are the largest of each list that divides the dim. AVX-512
+// hosts (1-2 MiB of L2 per core) take larger blocks: measured on a Xeon
+// (family 6 model 207), one thread, 1024^3 / 4096^3: 64x256x256 129 / 101
+// GFLOP/s, 128x256x512 138 / 117, 256x256x512 142 / 138, 512x256x512
+// 110 / 141, 256x512x512 106 / 122. AVX2 keeps the Zen 3 tuning (512 KiB L2).
+constexpr int64_t kPackMinVolume = int64_t{1} << 24;
+constexpr int64_t kPackMinVolumeTransposedB = int64_t{1} << 20, kPackedMinRowsTransposedB = 16;
+constexpr int64_t kPanelVectors = 2;
+constexpr int64_t kBlockN = 256;
+constexpr std::initializer_list<int64_t> kBlockMAvx512 = {256, 128, 64}, kBlockKAvx512 = {512, 256};
+constexpr std::initializer_list<int64_t> kBlockMAvx2 = {64}, kBlockKAvx2 = {256};
+constexpr int64_t kRegK = 4;
+constexpr int64_t kPackCopyK = 8;  // K rows per vectorized step of B's packing copy
+// Register tile rows: accumulators = reg_m * kPanelVectors must leave room for
+// the B vectors and the A broadcast: 4 x 2 = 8 of 16 ymm, 8 x 2 = 16 of 32 zmm.
+static int64_t packed_reg_m(const VectorIsa& isa) { return isa.registers >= 32 ? 8 : 4; }
+// AVX2 (16 registers) runs the rows it can in tiles of 6 x 2 vectors, 12
+// accumulators: 8 left two FMAs' latency (4 cycles on Zen 3, 2 issued per
+// cycle) with no slack, and a 6-row tile loads 2 B vectors per 6
+// broadcasts instead of per 4. Block-M must then be a multiple of 6 (96, or
+// 48 to give threads enough blocks): the packed op is split at the last
+// whole block, the rows after it run in the 4-row tiles. Measured on Zen 3,
+// one core against OpenBLAS, 1024^3 0.82 -> 0.89, 512^3 0.90 -> 0.99,
+// x[128,768]·W[2048,768]ᵀ 0.89 -> 0.92 (two cores 0.82 -> 0.98).
+constexpr int64_t kWideRegM = 6;
+constexpr std::initializer_list<int64_t> kWideBlockM = {96, 48};  // largest first
+
+// Register-tiled matmuls from kPackMinVolume on run in these cache blocks.
+constexpr int64_t kSmallBlockM = 64, kSmallBlockN = 256, kSmallBlockK = 256;
+
+
+bool b_transposed(mlir::linalg::LinalgOp op) {
+  if (!llvm::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op.getOperation())) return false;
+  llvm::SmallVector<mlir::AffineMap> maps = op.getIndexingMapsArray();
+  const unsigned n = op.getNumLoops(), o = n - 3;
+  auto is = [&](mlir::AffineMap m, std::initializer_list<unsigned> dims) {
+    if (m.getNumResults() != o + dims.size()) return false;
+    unsigned r = 0;
+    for (unsigned b = 0; b < o; ++b)
+      if (m.getResult(r++) != mlir::getAffineDimExpr(b, m.getContext())) return false;
+    for (unsigned d : dims)
+      if (m.getResult(r++) != mlir::getAffineDimExpr(o + d, m.getContext())) return false;
+    return true;
+  };
+  return maps.size() == 3 && is(maps[0], {0, 2}) && is(maps[1], {1, 2}) && is(maps[2], {0, 1});
+}
+
+mlir::linalg::MatmulOp plain_matmul(mlir::Operation* op) {
+  auto mm = llvm::dyn_cast<mlir::linalg::MatmulOp>(op);
+  if (!mm || (mm.hasUserDefinedMaps() && !b_transposed(mm)) || !all_static(mm)) return {};
+  mlir::Type et = llvm::cast<mlir::ShapedType>(mm->getResult(0).getType()).getElementType();
+  if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et)) return {};
+  return mm;
+}
+
+namespace {
+struct PackBlocks {
+  int64_t m = 0, n = 0, k = 0;
+};
+}  // namespace
+
+// The packed schedule's blocks for an M x N x K matmul, or none when no
+// block size divides a dim. With threads, M blocks shrink (to 64) until
+// there are at least two output blocks per thread.
+static std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, const VectorIsa& isa, int threads) {
+  auto pick = [](int64_t dim, std::initializer_list<int64_t> cands) -> int64_t {
+    for (int64_t c : cands)
+      if (dim % c == 0) return c;
+    return 0;
+  };
+  const bool wide = isa.registers >= 32;
+  const int64_t panel = kPanelVectors * isa.f32_lanes;
+  PackBlocks b{pick(M, wide ? kBlockMAvx512 : kBlockMAvx2), N % kBlockN == 0 ? kBlockN : 0,
+               pick(K, wide ? kBlockKAvx512 : kBlockKAvx2)};
+  // Sizes no standard block divides (Llama widths such as 288): the largest
+  // divisor of the dim that is a multiple of its tile (a register tile for
+  // M, a panel for N, kRegK for K) and no larger than the standard block.
+  auto divisor = [](int64_t dim, int64_t step, int64_t max) -> int64_t {
+    for (int64_t d = std::min(dim, max) / step * step; d >= step; d -= step)
+      if (dim % d == 0) return d;
+    return 0;
+  };
+  if (!b.m) b.m = divisor(M, packed_reg_m(isa), wide ? *kBlockMAvx512.begin() : *kBlockMAvx2.begin());
+  if (!b.n) b.n = divisor(N, panel, kBlockN);
+  if (!b.k) b.k = divisor(K, kRegK, wide ? *kBlockKAvx512.begin() : *kBlockKAvx2.begin());
+  if (!b.m || !b.n || !b.k || b.n % panel != 0 || b.m % packed_reg_m(isa) != 0 || b.k % kRegK != 0) return std::nullopt;
+  while (threads > 1 && b.m > 64 && (M / b.m) * (N / b.n) < 2 * threads) b.m /= 2;
+  return b;
+}
+
+bool use_packed_schedule(mlir::linalg::MatmulOp mm, const VectorIsa& isa) {
+  llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
+  const int64_t M = r[0], N = r[1], K = r[2];
+  // Weights read as [n, k] with many rows (a prompt) are packed from a smaller
+  // size on: the alternative there, dot products per output, re-reads every
+  // weight row M / 4 times with a horizontal sum per output.
+  const int64_t min_volume = b_transposed(mm) && M >= kPackedMinRowsTransposedB ? kPackMinVolumeTransposedB : kPackMinVolume;
+  return M * N * K >= min_volume && pack_blocks(M, N, K, isa, 1).has_value() &&
+         llvm::cast<mlir::ShapedType>(mm->getResult(0).getType()).getElementType().isF32();
+}
+
+bool feeds_only_packed_matmuls(mlir::linalg::FillOp fill, const VectorIsa& isa) {
+  if (fill->use_empty()) return false;
+  for (mlir::Operation* user : fill->getUsers()) {
+    auto mm = plain_matmul(user);
+    if (!mm || !use_packed_schedule(mm, isa) || mm.getDpsInitOperand(0)->get() != fill->getResult(0)) return false;
+  }
+  return true;
+}
+
+std::optional<std::pair<int64_t, int64_t>> register_tile(int64_t M, int64_t N, const VectorIsa& isa) {
+  const int64_t lanes = isa.f32_lanes;
+  const int64_t tn = largest_divisor(N, {2 * lanes, lanes, lanes / 2, 4});
+  if (N % tn != 0 || tn < 4) return std::nullopt;
+  const int64_t vectors_per_row = (tn + lanes - 1) / lanes;
+  const auto max_acc = static_cast<int64_t>(kMaxAccumulatorShare * static_cast<double>(isa.registers));
+  int64_t tm = 1;
+  for (int64_t c : {8, 6, 4, 3, 2, 1})
+    if (M % c == 0 && c * vectors_per_row <= max_acc) {
+      tm = c;
+      break;
+    }
+  return std::make_pair(tm, tn);
+}
+
+bool uses_small_blocks(int64_t M, int64_t N, int64_t K, int64_t tm, int64_t tn) {
+  return M % kSmallBlockM == 0 && N % kSmallBlockN == 0 && K % kSmallBlockK == 0 && M * N * K >= kPackMinVolume &&
+         kSmallBlockM % tm == 0 && kSmallBlockN % tn == 0;
+}
+
+// Packs B/C into panels (see the knobs above), tiles, and vectorizes.
+static void emit_packed_matmul(std::ostringstream& body, const std::string& id, const VectorIsa& isa, int threads,
+                        bool transposed_b, const PackBlocks& blk, int64_t rows, int64_t cols) {
+  const int64_t panel = kPanelVectors * isa.f32_lanes;
+  const int64_t reg_m = packed_reg_m(isa);
+  const std::string p = id + "p";
+  // linalg.matmul (m, n, k) -> generic (m, n/panel, k, panel) on B [K, N/panel, panel], C [M, N/panel, panel].
+  body << "    %" << p << " = transform.structured.pack %" << id << " packed_sizes = [0, " << panel
+       << ", 0] : (!transform.any_op) -> (!transform.op<\"linalg.generic\">)\n"
+       << "    %" << p << "b = transform.get_producer_of_operand %" << p
+       << "[1] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.pack\">)\n";
+  // The packed op and B's pack: B [N, K] packs straight to [N/panel, K,
+  // panel]; B [K, N] is transposed to it, panels outermost, each contiguous.
+  std::string g = p, bpack = p + "b";
+  if (!transposed_b) {
+    g = p + "g";
+    bpack = p + "bt";
+    body << "    %" << g << ", %" << bpack << ", %" << p << "u0 = transform.structured.pack_transpose %" << p
+         << "b with_compute_op(%" << p
+         << ") outer_perm = [1, 0] : (!transform.op<\"linalg.pack\">, !transform.op<\"linalg.generic\">) -> "
+            "(!transform.op<\"linalg.generic\">, !transform.op<\"linalg.pack\">, !transform.any_op)\n";
+  }
+  body << "    %" << p << "c = transform.get_producer_of_operand %" << g
+       << "[2] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.pack\">)\n"
+       << "    %" << p << "u = transform.get_consumers_of_result %" << g
+       << "[0] : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.unpack\">)\n"
+       << "    %" << p << "a = transform.cast %" << g << " : !transform.op<\"linalg.generic\"> to !transform.any_op\n";
+  // One block of rows (a prompt times weights): each output block packs its
+  // own panels of B right before its K loop, so they are read back from
+  // cache instead of memory; with several row blocks that would pack B once
+  // per block. Measured one core, [128,4096]·W[11008,4096]ᵀ 87-90 -> 96-100
+  // GFLOP/s, [128,768]·W[32000,768]ᵀ 87-92 -> 99-100, Llama-110M shapes
+  // 1-7% (Xeon, AVX-512).
+  const bool fuse_b_pack = blk.m == rows;
+  struct Part {
+    std::string handle, id;
+    int64_t bm, reg_m;
+  };
+  std::vector<Part> parts = {{p + "a", id, blk.m, reg_m}};
+  // AVX2: 6-row tiles over the whole blocks of kWideBlockM rows (see
+  // kWideRegM), the rest (a multiple of 4 rows) in 4-row tiles.
+  // The largest block that fits, unless it leaves the threads fewer than
+  // two blocks each.
+  int64_t bm6 = 0;
+  for (int64_t c : kWideBlockM) {
+    if (rows < c) continue;
+    bm6 = c;
+    if (threads < 2 || (rows / c) * (cols / blk.n) >= 2 * threads) break;
+  }
+  const int64_t main_rows = bm6 ? rows / bm6 * bm6 : 0, rest = rows - main_rows;
+  if (isa.registers < 32 && !fuse_b_pack && main_rows > 0 && rest % reg_m == 0) {
+    parts = {{p + "a", id, bm6, kWideRegM}};
+    if (rest > 0) {
+      body << "    %" << p << "sp = transform.structured.split %" << p << "a after " << main_rows
+           << " {dimension = 0} : !transform.any_op\n"
+           << "    %" << p << "s0, %" << p << "s1 = transform.split_handle %" << p
+           << "sp : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
+      int64_t rest_bm = reg_m;
+      for (int64_t c = std::min(rest, blk.m) / reg_m * reg_m; c > reg_m; c -= reg_m)
+        if (rest % c == 0) {
+          rest_bm = c;
+          break;
+        }
+      parts = {{p + "s0", id, bm6, kWideRegM}, {p + "s1", id + "q", rest_bm, reg_m}};
+    }
+  }
+  for (const Part& part : parts) {
+    const std::string& t = part.id;
+    // The output blocks are independent: with threads they are the forall's
+    // iterations (K stays inside, so each sum adds in the same order).
+    if (threads > 1)
+      emit_forall(body, part.handle, t + "b", {part.bm, blk.n / panel, 0, 0});
+    else
+      emit_tile(body, part.handle, t + "b", {part.bm, blk.n / panel, 0, 0});
+    emit_tile(body, t + "b", t + "k", {0, 0, blk.k, 0});
+    emit_tile(body, t + "k", t + "r", {part.reg_m, 1, 0, 0});
+    emit_tile(body, t + "r", t + "s", {0, 0, kRegK, 0});
+    // Drop the unit panel dim inside the register loop: the tile is a plain
+    // (reg_m x kRegK) * (kRegK x panel) matmul again, vectorized to vector.contract.
+    body << "    %" << t << "sl = transform.get_parent_op %" << t
+         << "s {op_name = \"scf.for\"} : (!transform.any_op) -> !transform.any_op\n"
+         << "    transform.apply_patterns to %" << t << "sl {\n"
+         << "      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices\n"
+         << "    } : !transform.any_op\n"
+         << "    %" << t << "m = transform.structured.specialize %" << t
+         << "s : (!transform.any_op) -> !transform.any_op\n"
+         << "    transform.structured.vectorize %" << t << "m {create_named_contraction} : !transform.any_op\n";
+  }
+  body
+       // The packs become pad + expand_shape + transpose, the unpack transpose + collapse + copy.
+       << "    %" << p << "x0, %" << p << "x1, %" << p << "x2 = transform.structured.lower_pack %" << bpack
+       << " : (!transform.op<\"linalg.pack\">) -> (!transform.op<\"tensor.pad\">, "
+          "!transform.op<\"tensor.expand_shape\">, !transform.op<\"linalg.transpose\">)\n"
+       // B's packing copy, vectorized (a p-wide panel row per vector when B is
+       // [K, N]; a p x 8 transpose when it is [N, K]) and split over threads
+       // by panel: otherwise a scalar copy of all of B, on one core, per call.
+       << "    %" << p << "xc = transform.cast %" << p
+       << "x2 : !transform.op<\"linalg.transpose\"> to !transform.any_op\n";
+  const std::vector<int64_t> by_panel = {1, 0, 0};
+  std::string copy = p + "xc";
+  if (fuse_b_pack) {
+    copy = p + "xf";
+    body << "    %" << copy << ", %" << copy << "l = transform.structured.fuse_into_containing_op %" << p
+         << "xc into %" << id << (threads > 1 ? "b_fa" : "b_l1")
+         << " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
+  }
+  emit_tile(body, forall_if(body, copy, threads > 1 && !fuse_b_pack ? by_panel : std::vector<int64_t>{}), p + "xt",
+            {1, kPackCopyK, 0});
+  body << "    transform.structured.vectorize %" << p << "xt : !transform.any_op\n"
+       << "    %" << p << "y0, %" << p << "y1, %" << p << "y2 = transform.structured.lower_pack %" << p
+       << "c : (!transform.op<\"linalg.pack\">) -> (!transform.op<\"tensor.pad\">, "
+          "!transform.op<\"tensor.expand_shape\">, !transform.op<\"linalg.transpose\">)\n"
+       << "    %" << p << "z0, %" << p << "z1, %" << p << "z2, %" << p << "z3 = transform.structured.lower_unpack %" << p
+       << "u : (!transform.op<\"linalg.unpack\">) -> (!transform.op<\"tensor.empty\">, "
+          "!transform.op<\"linalg.transpose\">, !transform.op<\"tensor.collapse_shape\">, "
+          "!transform.op<\"tensor.extract_slice\">)\n";
+}
+
+// ---- Contractions with B read as [n, k] (not packed) --------------------------
+// Each output is a dot product of two contiguous rows (x's and the weight's),
+// so the reduction runs along memory: tm x tn outputs at a time, K split into
+// vector-wide partial sums (tile_reduction_using_for: tm * tn accumulators,
+// each step loads tm x-vectors and tn weight vectors, one per row stream),
+// combined once at the end. This is the decode mat-vec's schedule: it reads
+// the weights once, front to back, tn rows in parallel.
+constexpr int64_t kDotRows = 4;  // weight rows per register tile (tn)
+// A single row times short weight rows (at most this many bytes) on AVX2
+// hosts: one weight row per tile, two vectors per step. Four short row
+// streams side by side read memory at 0.7-0.8 of one long stream on Zen 3
+// (the rows are contiguous, so one row at a time is a plain front-to-back
+// read). Measured there (AVX2), decode tok/s, 4 rows / 1 row per tile, one
+// core: stories15M f32 124-135 / 143-167, bf16 168-217 / 248-306, and
+// stories110M bf16 (1.5 KiB rows) 34-39 / 38-43; two threads 15M f32
+// 185-253 / 225-287, bf16 304-416 / 403-452, 110M bf16 55-60 / 70-73. Longer
+// f32 rows keep 4 (110M f32, 3 KiB rows: 28-29 / 24-25 tok/s); AVX-512 hosts
+// keep 4 (measured on a Xeon, where 4 rows with prefetches read at 0.88 of
+// a plain read).
+constexpr int64_t kShortRowBytes = 1536;
+
+std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& isa) {
+  mlir::Type et = llvm::cast<mlir::ShapedType>(op->getResult(0).getType()).getElementType();
+  if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et) || touches_bool(op)) return std::nullopt;
+  llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  const size_t o = r.size() - 3;  // loops (batch,) m, n, k
+  const int64_t M = r[o], N = r[o + 1], K = r[o + 2];
+  const int64_t lanes = et.isF64() ? isa.f32_lanes / 2 : isa.f32_lanes;
+  int64_t v = largest_divisor(K, {lanes, lanes / 2, 4});
+  if (K % v != 0 || v < 4) return std::nullopt;
+  int64_t tn = largest_divisor(N, {kDotRows, 2, 1});
+  auto weights = llvm::cast<mlir::ShapedType>(op.getDpsInputOperand(1)->get().getType());
+  const int64_t row_bytes = K * static_cast<int64_t>(weights.getElementTypeBitWidth()) / 8;
+  if (M == 1 && isa.registers <= 16 && row_bytes <= kShortRowBytes) {
+    tn = 1;
+    v = largest_divisor(K, {2 * lanes, lanes, lanes / 2, 4});
+  }
+  const int64_t max_acc = isa.registers / 2;  // the rest hold the loaded rows
+  int64_t tm = 1;
+  for (int64_t c : {4, 2})
+    if (M % c == 0 && c * tn <= max_acc) {
+      tm = c;
+      break;
+    }
+  return DotTiles{tm, tn, v};
+}
+
+void emit_dot_reduction(std::ostringstream& body, const std::string& in, const std::string& id,
+                        const std::vector<int64_t>& split) {
+  body << "    %" << id << "pf, %" << id << "ps, %" << id << "pc, %" << id
+       << "pl = transform.structured.tile_reduction_using_for %" << in << " by tile_sizes = " << tile_list(split)
+       << " : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n"
+       << "    transform.structured.vectorize %" << id << "pf : !transform.any_op\n"
+       << "    transform.structured.vectorize %" << id << "ps : !transform.any_op\n"
+       << "    transform.structured.vectorize %" << id << "pc : !transform.any_op\n"
+       // The split op vectorizes to mulf + addf: fused into FMAs after the
+       // script (fuse_marked_multiply_adds), only in this loop.
+       << "    transform.annotate %" << id << "pl \"" << kFmaMark << "\" : !transform.any_op\n"
+       // Its weight reads prefetch the next rows (radix-prefetch-next-tile).
+       << "    transform.annotate %" << id << "pl \"" << kStreamMark << "\" : !transform.any_op\n";
+}
+
+static bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,
+                       const VectorIsa& isa, int threads, const std::function<void()>& match, ScheduleSummary& sum) {
+  const std::optional<DotTiles> dt = dot_tiles(op, isa);
+  if (!dt) return false;
+  const auto [tm, tn, v] = *dt;
+  const size_t n = op.getNumLoops(), o = n - 3;
+  match();
+  std::vector<int64_t> granules(n, 1);
+  granules[o] = tm;
+  granules[o + 1] = tn;
+  const std::vector<int64_t> par = parallel_tiles(op, threads, min_dot_work(op.getStaticLoopRanges()[o]), granules);
+  const std::string cur = forall_if(body, id, par);
+  if (!par.empty()) ++sum.parallel;
+  std::vector<int64_t> tiles(n, 1);
+  tiles[o] = tm;
+  tiles[o + 1] = tn;
+  tiles[o + 2] = 0;
+  emit_tile(body, cur, id + "r", tiles);
+  std::vector<int64_t> split(n, 0);
+  split.back() = v;
+  emit_dot_reduction(body, id + "r", id, split);
+  ++sum.matmuls;
+  return true;
+}
+
+// A quantized contraction (trace/ops_quant.cc): loops (m, n, reductions...),
+// or (n, reductions...) once a single row's unit m is folded away. The same
+// register tiles as emit_dot_products: tm x tn outputs, the reductions split
+// into vector-wide partial sums over the innermost loop (a Q8_0 / Q4_0 block
+// or a run of K), so each step widens tn weight vectors in registers and
+// FMAs them into tm * tn accumulators; the partial sums are combined once.
+// Recognized by its structure, not only by its mark: the fuse stage's
+// unit-dim folding rebuilds the op (a decode step's single row) without it.
+bool is_quantized_dot(mlir::linalg::LinalgOp op) {
+  if (op->hasAttr(kQuantizedDotAttr)) return true;
+  if (!llvm::isa<mlir::linalg::GenericOp>(op.getOperation()) || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() == 0 || !all_static(op))
+    return false;
+  if (!llvm::cast<mlir::ShapedType>(op->getResult(0).getType()).getElementType().isF32()) return false;
+  llvm::SmallVector<mlir::utils::IteratorType> it = op.getIteratorTypesArray();
+  const size_t par = it.size() - op.getNumReductionLoops();
+  for (size_t d = 0; d < it.size(); ++d)
+    if ((d < par) != (it[d] == mlir::utils::IteratorType::parallel)) return false;  // reductions trail
+  // f32 activations times i8 weights widened in the body (a sum of a widened
+  // i8 tensor alone is a plain reduction).
+  bool int8_input = false, f32_input = false, widens = false;
+  for (mlir::OpOperand* in : op.getDpsInputOperands())
+    if (auto st = llvm::dyn_cast<mlir::ShapedType>(in->get().getType())) {
+      int8_input |= st.getElementType().isInteger(8);
+      f32_input |= st.getElementType().isF32();
+    }
+  op->walk([&](mlir::arith::SIToFPOp) { widens = true; });
+  return int8_input && f32_input && widens;
+}
+
+bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,
+                        const VectorIsa& isa, int threads, const std::function<void()>& match, ScheduleSummary& sum) {
+  llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  const size_t n = r.size(), par_loops = n - op.getNumReductionLoops();
+  if (par_loops < 1 || par_loops > 2 || n < par_loops + 1) return false;
+  const int64_t K = r.back(), N = r[par_loops - 1], M = par_loops == 2 ? r[0] : 1;
+  const int64_t lanes = isa.f32_lanes;
+  const int64_t v = largest_divisor(K, {2 * lanes, lanes, 8, 4});
+  if (K % v != 0 || v < 4) return false;
+  const int64_t tn = largest_divisor(N, {kDotRows, 2, 1});
+  const int64_t regs = (v + lanes - 1) / lanes;  // vector registers per accumulator
+  int64_t tm = 1;
+  for (int64_t c : {4, 2})
+    if (par_loops == 2 && M % c == 0 && c * tn * regs <= isa.registers / 2) {
+      tm = c;
+      break;
+    }
+  match();
+  std::vector<int64_t> tiles(n, 0), split(n, 1), granules(n, 1);
+  tiles[par_loops - 1] = granules[par_loops - 1] = tn;
+  if (par_loops == 2) tiles[0] = granules[0] = tm;
+  for (size_t d = 0; d < par_loops; ++d) split[d] = 0;
+  split.back() = v;
+  const std::vector<int64_t> par = parallel_tiles(op, threads, min_dot_work(M), granules);
+  const std::string cur = forall_if(body, id, par);
+  if (!par.empty()) ++sum.parallel;
+  emit_tile(body, cur, id + "r", tiles);
+  emit_dot_reduction(body, id + "r", id, split);
+  ++sum.matmuls;
+  return true;
+}
+
+// An integer-activation quantized product (trace/ops_quant.cc marks it
+// kInt8DotAttr with its format) is left to the radix-int8-dot-kernels pass
+// (after bufferization) on hosts with AVX2: its 32-byte blocks are integer
+// dot products there (vpmaddubsw + vpmaddwd, or VNNI's vpdpbusd), which the
+// vectorizer would widen to i32 lane by lane instead. The plan it gets:
+// [tm, tn, parallel, vnni, blocked] — tn weight rows x tm activation rows
+// of 8-lane accumulators (within 3/4 of AVX2's 16 registers), the
+// weight-row tiles split over the threads when the product is large enough
+// (the dot-product threshold), vpdpbusd where the host has AVX-512 VNNI
+// with 256-bit vectors (VL) or AVX-VNNI, and `blocked` for more than
+// kInt8BlockedMinRows activation rows (a prompt: see the pass).
+//
+// Byte weights (int8, Q8_0) take one weight row per tile: tiles of 4 rows,
+// 4 row streams read side by side, fell to a third of the read rate once the
+// weights no longer fit the cache, which is where a decode step's weights
+// are (a model larger than the LLC). Measured on Zen 3 (AVX2), [1,k]·W[n,k]ᵀ,
+// Gweight/s with 1 / 4 rows per tile: Q8_0 65536x768 (out of cache) 10.1 /
+// 5.2, 24576x2048 10.9 / 6.9, 32768x4096 11.9 / 9.5, two threads 65536x768
+// 18.4 / 8.3; int8 65536x768 9.6 / 5.4; in cache (2048x768) 17.1 / 24.6, the
+// price. Q4_0 (half the bytes, bound by its nibble unpacking) keeps 4 rows:
+// out of cache 14.8-16.3 / 12.7-16.3, in cache 13.8 / 17.1.
+constexpr const char* kInt8DotAttr = "radix.int8_dot";
+constexpr int64_t kInt8BlockedMinRows = 16;
+
+std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, int threads,
+                                                    const Int8Target& host) {
+  if (!host.avx2 || !op->hasAttr(kInt8DotAttr) || !all_static(op)) return std::nullopt;
+  llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  if (r.size() != 3 && r.size() != 4) return std::nullopt;
+  const bool has_m = r.size() == 4;
+  const int64_t M = has_m ? r[0] : 1, N = r[has_m ? 1 : 0], K = r[has_m ? 2 : 1] * 32;
+  auto format = op->getAttrOfType<mlir::StringAttr>(kInt8DotAttr);
+  const bool byte_weights = format && format.getValue() != "q4_0";
+  int64_t tn = byte_weights ? 1 : largest_divisor(N, {kDotRows, 2, 1});
+  int64_t tm = 1;
+  for (int64_t c : {3, 2})
+    if (M % c == 0 && c * tn <= 12 - c) {
+      tm = c;
+      break;
+    }
+  // A prompt: the weights are read from cache once per row tile, so byte
+  // weights take several rows too; tm x tn = 8 accumulators, tm first
+  // (4 x 2 and 2 x 4 measured alike).
+  const bool blocked = M > kInt8BlockedMinRows;
+  if (blocked) {
+    tm = largest_divisor(M, {4, 3, 2});
+    tn = 1;
+    for (int64_t c = 8 / tm; c > 1 && tn == 1; --c)
+      if (N % c == 0) tn = c;
+  }
+  const bool parallel = threads > 1 && N / tn >= threads && M * N * K >= min_dot_work(M);
+  return std::vector<int64_t>{tm, tn, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0};
+}
+
+bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,
+                      const VectorIsa& isa, int threads, const std::function<void()>& match, ScheduleSummary& sum) {
+  llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::isa<mlir::linalg::MatmulOp>(op.getOperation())) {
+    auto mm = plain_matmul(op.getOperation());
+    if (!mm) {
+      ++sum.skipped;
+      return true;
+    }
+    const bool bt = b_transposed(op);
+    if (use_packed_schedule(mm, isa)) {
+      match();
+      emit_packed_matmul(body, id, isa, threads, bt, *pack_blocks(ranges[0], ranges[1], ranges[2], isa, threads), ranges[0],
+                         ranges[1]);
+      ++sum.matmuls;
+      ++sum.packed;
+      if (threads > 1) ++sum.parallel;
+      return true;
+    }
+    const int64_t M = ranges[0], N = ranges[1], K = ranges[2];
+    if (bt) {
+      if (!emit_dot_products(body, op, id, isa, threads, match, sum)) ++sum.skipped;
+      return true;
+    }
+    auto tile = register_tile(M, N, isa);
+    if (!tile) {
+      ++sum.skipped;
+      return true;
+    }
+    const auto [tm, tn] = *tile;
+    match();
+    std::string cur = id;
+    if (uses_small_blocks(M, N, K, tm, tn)) {
+      if (threads > 1) {
+        emit_forall(body, cur, id + "b", {kSmallBlockM, kSmallBlockN, 0});
+        ++sum.parallel;
+      } else {
+        emit_tile(body, cur, id + "b", {kSmallBlockM, kSmallBlockN, 0});
+      }
+      emit_tile(body, id + "b", id + "k", {0, 0, kSmallBlockK});
+      cur = id + "k";
+    } else if (auto par = parallel_tiles(op, threads, kParallelMinMatmulWork, {tm, tn, 1}); !par.empty()) {
+      cur = forall_if(body, cur, par);
+      ++sum.parallel;
+    }
+    emit_tile(body, cur, id + "r", {tm, tn, 0});
+    emit_tile(body, id + "r", id + "s", {0, 0, 1});
+    body << "    transform.structured.vectorize %" << id << "s {create_named_contraction} : !transform.any_op\n";
+    ++sum.matmuls;
+    return true;
+  }
+
+  if (llvm::isa<mlir::linalg::BatchMatmulOp>(op.getOperation()) && b_transposed(op)) {
+    if (!emit_dot_products(body, op, id, isa, threads, match, sum)) ++sum.skipped;
+    return true;
+  }
+  if (auto bmm = llvm::dyn_cast<mlir::linalg::BatchMatmulOp>(op.getOperation())) {
+    // One batch at a time through the same register tiles as a matmul; the
+    // unit batch dim of the vector.contract is cast away before lowering.
+    mlir::Type et = llvm::cast<mlir::ShapedType>(bmm->getResult(0).getType()).getElementType();
+    auto tile = register_tile(ranges[1], ranges[2], isa);
+    if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et) || bmm.hasUserDefinedMaps() || !tile) {
+      ++sum.skipped;
+      return true;
+    }
+    const auto [tm, tn] = *tile;
+    match();
+    const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, {1, tm, tn, 1});
+    if (!par.empty()) ++sum.parallel;
+    emit_tile(body, forall_if(body, id, par), id + "r", {1, tm, tn, 0});
+    emit_tile(body, id + "r", id + "s", {0, 0, 0, 1});
+    body << "    transform.structured.vectorize %" << id << "s {create_named_contraction} : !transform.any_op\n";
+    ++sum.matmuls;
+    return true;
+  }
+
+  return false;
+}
+
+}  // namespace radix::cpu_schedule

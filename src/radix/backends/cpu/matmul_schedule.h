@@ -1,0 +1,83 @@
+// The CPU schedule's contractions (see schedule.h for the whole picture):
+// packed f32 matmuls (B in column panels, 4/6/8-row register tiles),
+// register-tiled matmuls and batch_matmuls, dot-product tiles for B read as
+// [n, k] rows (the decode mat-vecs), f32-activation quantized products, and
+// the plans of the integer-activation kernels (radix-int8-dot-kernels).
+// Internal to the CPU backend.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "radix/backends/cpu/schedule.h"
+#include "radix/backends/cpu/schedule_util.h"
+
+namespace radix::cpu_schedule {
+
+// Set on an integer-kernel product: its plan [tm, tn, parallel, vnni, blocked]
+// (read by the radix-int8-dot-kernels pass).
+inline constexpr const char* kInt8KernelAttr = "radix.int8_kernel";
+
+// A contraction (matmul / batch_matmul) whose B is read as [.., n, k]:
+// maps A(.., m, k), B(.., n, k), C(.., m, n) (trace/ops_dot.cc emits it for
+// weights stored [out, in] and for q · kᵀ).
+bool b_transposed(mlir::linalg::LinalgOp op);
+
+// A static f32/f64 linalg.matmul with the default maps or B transposed, or null.
+mlir::linalg::MatmulOp plain_matmul(mlir::Operation* op);
+
+// The packed schedule applies: large enough, and every tile divides its dim.
+bool use_packed_schedule(mlir::linalg::MatmulOp mm, const VectorIsa& isa);
+
+// A fill whose every user is a matmul given the packed schedule: left alone,
+// it folds into the fill of the packed accumulator.
+bool feeds_only_packed_matmuls(mlir::linalg::FillOp fill, const VectorIsa& isa);
+
+// Register tile (tm rows x tn columns) of an M x N matmul output: tn up to two
+// vectors and dividing N, tm dividing M with at most kMaxAccumulatorShare of
+// the registers as accumulators. None when N has no divisor of 4 or more.
+std::optional<std::pair<int64_t, int64_t>> register_tile(int64_t M, int64_t N, const VectorIsa& isa);
+
+// Register-tiled matmuls large enough for it run in cache blocks (K blocked
+// outside the register tiles).
+bool uses_small_blocks(int64_t M, int64_t N, int64_t K, int64_t tm, int64_t tn);
+
+// Dot-product tiles of a contraction with B read as [n, k]: tm x tn outputs
+// (rows x weight rows), K in steps of v lanes. None for other element types
+// or a K with no vector-wide divisor.
+struct DotTiles {
+  int64_t tm, tn, v;
+};
+std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& isa);
+
+// The K split of a dot-product tile `in` (tile_reduction_using_for: partial
+// sums in vectors), vectorized; the split's multiply-adds fused into FMAs.
+// `split`: the reduction loops' step (0 for the parallel loops).
+void emit_dot_reduction(std::ostringstream& body, const std::string& in, const std::string& id,
+                        const std::vector<int64_t>& split);
+
+// A quantized contraction with f32 activations (trace/ops_quant.cc), by its
+// mark or its structure (f32 times widened i8, reductions trailing).
+bool is_quantized_dot(mlir::linalg::LinalgOp op);
+
+// Schedules such a product in dot-product tiles; false (nothing emitted)
+// when its shape does not tile. `match` marks the op (handle `id`) and is
+// called only when something is emitted.
+bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,
+                        const VectorIsa& isa, int threads, const std::function<void()>& match, ScheduleSummary& sum);
+
+// The integer-kernel plan of an integer-activation quantized product, or none
+// (the host lacks AVX2, or the op is not such a product).
+std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, int threads, const Int8Target& host);
+
+// Schedules a linalg.matmul or linalg.batch_matmul (packed, register-tiled
+// or dot-product tiles, split over threads when large enough) and counts it
+// in `sum` (as skipped when it cannot be tiled). False for any other op.
+bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,
+                      const VectorIsa& isa, int threads, const std::function<void()>& match, ScheduleSummary& sum);
+
+}  // namespace radix::cpu_schedule

@@ -1,0 +1,106 @@
+#include "radix/backends/cpu/schedule_util.h"
+
+namespace radix::cpu_schedule {
+
+int64_t largest_divisor(int64_t n, std::initializer_list<int64_t> candidates) {
+  for (int64_t c : candidates)
+    if (c > 0 && n % c == 0) return c;
+  return 1;
+}
+
+bool touches_bool(mlir::linalg::LinalgOp op) {
+  for (mlir::Value v : op->getOperands()) {
+    mlir::Type t = v.getType();
+    if (auto st = llvm::dyn_cast<mlir::ShapedType>(t)) t = st.getElementType();
+    if (t.isInteger(1)) return true;
+  }
+  return false;
+}
+
+bool vectorizable_generic(mlir::linalg::LinalgOp op) {
+  for (mlir::AffineMap m : op.getIndexingMapsArray())
+    if (!m.isProjectedPermutation(/*allowZeroInResults=*/true)) return false;
+  bool extracts = false;
+  op->walk([&](mlir::Operation* inner) { extracts |= inner->getName().getStringRef() == "tensor.extract"; });
+  return !extracts;
+}
+
+bool all_static(mlir::linalg::LinalgOp op) {
+  for (mlir::Value v : op->getOperands())
+    if (auto st = llvm::dyn_cast<mlir::ShapedType>(v.getType()))
+      if (!st.hasStaticShape()) return false;
+  return true;
+}
+
+std::string tile_list(const std::vector<int64_t>& t) {
+  std::string s = "[";
+  for (size_t i = 0; i < t.size(); ++i) s += (i ? ", " : "") + std::to_string(t[i]);
+  return s + "]";
+}
+
+void emit_tile(std::ostringstream& os, const std::string& in, const std::string& out,
+               const std::vector<int64_t>& sizes) {
+  int loops = 0;
+  for (int64_t s : sizes) loops += s != 0;
+  os << "    %" << out;
+  for (int i = 0; i < loops; ++i) os << ", %" << out << "_l" << i;
+  os << " = transform.structured.tile_using_for %" << in << " tile_sizes " << tile_list(sizes)
+     << " : (!transform.any_op) -> (!transform.any_op";
+  for (int i = 0; i < loops; ++i) os << ", !transform.any_op";
+  os << ")\n";
+}
+
+void emit_forall(std::ostringstream& os, const std::string& in, const std::string& out,
+                 const std::vector<int64_t>& sizes) {
+  os << "    %" << out << ", %" << out << "_fa = transform.structured.tile_using_forall %" << in << " tile_sizes "
+     << tile_list(sizes) << " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
+}
+
+std::string forall_if(std::ostringstream& os, const std::string& id, const std::vector<int64_t>& par,
+                      const std::string& suffix) {
+  if (par.empty()) return id;
+  emit_forall(os, id, id + suffix, par);
+  return id + suffix;
+}
+
+int64_t min_dot_work(int64_t rows) { return rows <= kDotMaxStreamingRows ? kParallelMinDotWork : kParallelMinMatmulWork; }
+
+int64_t parallel_chunk(int64_t range, int threads, int64_t granule) {
+  if (threads <= 1 || range < threads) return 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int64_t c = threads; c <= range && c <= 64 * int64_t{threads}; ++c) {
+      if (pass == 0 && c % threads != 0) continue;
+      if (range % c == 0 && (range / c) % granule == 0) return range / c;
+    }
+  return 0;
+}
+
+std::vector<int64_t> parallel_tiles(mlir::linalg::LinalgOp op, int threads, int64_t min_work,
+                                    const std::vector<int64_t>& granules) {
+  if (threads <= 1) return {};
+  llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  int64_t work = 1;
+  for (int64_t x : r) work *= x;
+  if (work < min_work) return {};
+  llvm::SmallVector<mlir::utils::IteratorType> iters = op.getIteratorTypesArray();
+  for (size_t d = 0; d < r.size(); ++d) {
+    if (iters[d] != mlir::utils::IteratorType::parallel) continue;
+    const int64_t chunk = parallel_chunk(r[d], threads, d < granules.size() ? granules[d] : 1);
+    if (chunk > 0) {
+      std::vector<int64_t> sizes(r.size(), 0);
+      sizes[d] = chunk;
+      return sizes;
+    }
+  }
+  return {};
+}
+
+void emit_lane_tiles(std::ostringstream& os, const std::string& id, size_t n_loops, int64_t v,
+                     const std::vector<int64_t>& par) {
+  std::vector<int64_t> sizes(n_loops, 1);
+  sizes.back() = v;
+  emit_tile(os, forall_if(os, id, par), id + "t", sizes);
+  os << "    transform.structured.vectorize %" << id << "t : !transform.any_op\n";
+}
+
+}  // namespace radix::cpu_schedule
