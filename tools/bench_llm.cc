@@ -467,6 +467,7 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, const WeightKind&
   go.weight_dtype = wk.dtype;
   go.weight_quant = wk.quant;
   go.compile.cache_dir = cache.path();
+  go.prompt_lengths = {sz.prefill};  // compiled alongside the decode step (LlamaGenerator::compile_steps)
   double cold_load_ms, cold_compile_ms;
   CompileStats::Cache cold_cache;
   {

@@ -190,10 +190,10 @@ int run_generate(int argc, char** argv) {
   opts.weight_dtype = a.weights;
   opts.weight_quant = a.quant;
   opts.quantized_activations = a.activations;
-  auto gen = models::LlamaGenerator::load(*platform, **store, opts);
-  if (!gen.ok()) return fail("generate", gen.status());
-  const double load_ms = ms_since(t0) - (*gen)->compile_ms();
-
+  // The tokenizer first: the prompt's length picks the prefill step, which
+  // then compiles together with the decode step.
+  auto config = models::llama_config_from(**store);
+  if (!config.ok()) return fail("generate", config.status());
   std::unique_ptr<tok::Tokenizer> embedded;  // a GGUF file carries its vocabulary
   if (a.tokenizer.empty() && (*store)->format() == "gguf") {
     auto gguf = io::open_gguf(a.model);
@@ -208,12 +208,17 @@ int run_generate(int argc, char** argv) {
                                              "tokenizer.model): give --tokenizer PATH"));
   Result<std::unique_ptr<tok::Tokenizer>> tokenizer =
       embedded ? Result<std::unique_ptr<tok::Tokenizer>>(std::move(embedded))
-               : open_tokenizer(a.tokenizer, (*gen)->config().vocab_size);
+               : open_tokenizer(a.tokenizer, config->vocab_size);
   if (!tokenizer.ok()) return fail("generate", tokenizer.status());
   const tok::Tokenizer& tk = **tokenizer;
   std::vector<int32_t> prompt = tk.encode(a.prompt, /*bos=*/true, /*eos=*/false);
-  const int64_t n_prompt = std::min<int64_t>(static_cast<int64_t>(prompt.size()), a.gen.steps);
-  if (Status s = (*gen)->compile_step(n_prompt); !s.ok()) return fail("generate", s);  // before any output
+  // As generate() runs it: at most `steps` positions, within the context.
+  const int64_t n_prompt = std::min<int64_t>(static_cast<int64_t>(prompt.size()),
+                                             std::max<int64_t>(std::min(a.gen.steps, config->seq_len), 1));
+  opts.prompt_lengths = {n_prompt};
+  auto gen = models::LlamaGenerator::load(*platform, **store, opts);
+  if (!gen.ok()) return fail("generate", gen.status());
+  const double load_ms = ms_since(t0) - (*gen)->compile_ms();  // weights and tokenizer
 
   // The prompt is printed as it was given; then each sampled token's piece,
   // as valid UTF-8, as soon as it completes a character.

@@ -371,6 +371,38 @@ TEST_F(Llama, PrefillThenDecodeEqualsTokenByToken) {
   EXPECT_TRUE(testing::all_close(after_b, after_a, 1e-4, 1e-4));
 }
 
+// Steps compiled side by side (load()'s prompt_lengths, then compile_steps
+// with a repeat and an already compiled count; no executable cache, so each
+// is a real compile on its own thread) are in place before the first
+// forward and compute what the shared generator's steps compute; counts
+// outside the context are refused by number.
+TEST_F(Llama, StepsCompiledSideBySideMatchStepsCompiledOnUse) {
+  models::LlamaGenerator::Options o = options();
+  o.compile.cache_dir.clear();
+  o.prompt_lengths = {5};
+  auto gen = must(models::LlamaGenerator::load(cpu(), *store_, o));
+  const std::vector<int64_t> more = {3, 5, 3, 8};
+  ASSERT_TRUE(gen->compile_steps(more).ok());
+  const double compiled = gen->compile_ms();
+  EXPECT_GT(compiled, 0);
+  const std::vector<int32_t> tokens = {1, 403, 261, 94, 17, 300, 12, 65};
+  for (size_t n : {size_t{3}, size_t{5}, size_t{8}}) {
+    const std::span<const int32_t> prompt(tokens.data(), n);
+    ASSERT_TRUE(gen->reset().ok());
+    ASSERT_TRUE(gen_->reset().ok());
+    std::vector<float> got = must(gen->forward(prompt));
+    std::vector<float> want = must(gen_->forward(prompt));
+    EXPECT_TRUE(testing::all_close(got, want, 1e-6, 1e-6)) << n << " tokens";
+  }
+  EXPECT_EQ(gen->compile_ms(), compiled) << "the steps were compiled before their first use";
+  for (int64_t bad : {int64_t{0}, gen->config().seq_len + 1}) {
+    const std::vector<int64_t> counts = {2, bad};
+    Status st = gen->compile_steps(counts);
+    EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(st.message().find("a " + std::to_string(bad) + "-token step"), std::string::npos) << st.message();
+  }
+}
+
 TEST_F(Llama, ContextOverflowAndBadTokensAreErrors) {
   ASSERT_TRUE(gen_->reset().ok());
   std::vector<int32_t> too_long(513, 5);

@@ -1,8 +1,10 @@
 #include "radix/models/llama/generator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "radix/io/gguf.h"
 #include "radix/io/quantize.h"
@@ -122,7 +124,10 @@ Result<std::unique_ptr<LlamaGenerator>> LlamaGenerator::load(const Platform& pla
   g->weights_ = std::make_shared<const Llama<Buffer>>(std::move(w));
   g->load_ms_ = ms_since(t0);
   RADIX_RETURN_IF_ERROR(g->reset());
-  RADIX_RETURN_IF_ERROR(g->step_for(1).status());  // the decode step, compiled up front
+  // The decode step (and any prompt lengths asked for), compiled up front.
+  std::vector<int64_t> steps = {1};
+  steps.insert(steps.end(), options.prompt_lengths.begin(), options.prompt_lengths.end());
+  RADIX_RETURN_IF_ERROR(g->compile_steps(steps));
   return g;
 }
 
@@ -145,9 +150,7 @@ Status LlamaGenerator::record(const CompileStats& stats, double ms) {
   return Status();
 }
 
-Result<const LlamaGenerator::Prepared*> LlamaGenerator::step_for(int64_t s) {
-  if (auto it = steps_.find(s); it != steps_.end()) return it->second.get();
-  auto t0 = Clock::now();
+Result<std::unique_ptr<LlamaGenerator::Prepared>> LlamaGenerator::build_step(int64_t s) const {
   Llama<Tensor> model = map_leaves<Tensor>(*weights_, [](const std::string&, const Buffer& b) {
     return Tensor::placeholder(b.shape());
   });
@@ -165,9 +168,51 @@ Result<const LlamaGenerator::Prepared*> LlamaGenerator::step_for(int64_t s) {
   RADIX_ASSIGN_OR_RETURN(Forward exe, compile_model(platform_, o, model, &Llama<Tensor>::forward,
                                                     Shape(DType::kI32, {1, s}), cache, Shape(DType::kI32)));
   RADIX_ASSIGN_OR_RETURN(Prepared p, exe.prepare_shared(weights_));
-  RADIX_RETURN_IF_ERROR(record(p.executable().stats(), ms_since(t0)));
-  auto [it, inserted] = steps_.emplace(s, std::make_unique<Prepared>(std::move(p)));
-  return it->second.get();
+  return std::make_unique<Prepared>(std::move(p));
+}
+
+Result<const LlamaGenerator::Prepared*> LlamaGenerator::step_for(int64_t s) {
+  if (auto it = steps_.find(s); it != steps_.end()) return it->second.get();
+  RADIX_RETURN_IF_ERROR(compile_steps(std::span<const int64_t>(&s, 1)));
+  return steps_.at(s).get();
+}
+
+Status LlamaGenerator::compile_steps(std::span<const int64_t> token_counts) {
+  std::vector<int64_t> todo;
+  for (int64_t s : token_counts) {
+    if (s < 1 || s > config_.seq_len)
+      return invalid_argument("llama: cannot compile a " + std::to_string(s) + "-token step: the context holds 1 to " +
+                              std::to_string(config_.seq_len) + " tokens");
+    if (!steps_.count(s) && std::find(todo.begin(), todo.end(), s) == todo.end()) todo.push_back(s);
+  }
+  if (todo.empty()) return Status();
+  auto t0 = Clock::now();
+  std::vector<Result<std::unique_ptr<Prepared>>> built;
+  built.reserve(todo.size());
+  if (todo.size() == 1) {
+    built.push_back(build_step(todo[0]));
+  } else {
+    for (size_t i = 0; i < todo.size(); ++i) built.emplace_back(runtime_error("llama: step not compiled"));
+    const size_t width = std::max<size_t>(1, std::min<size_t>(todo.size(), std::thread::hardware_concurrency()));
+    for (size_t first = 0; first < todo.size(); first += width) {
+      std::vector<std::thread> threads;
+      for (size_t i = first; i < std::min(todo.size(), first + width); ++i)
+        threads.emplace_back([&, i] { built[i] = build_step(todo[i]); });
+      for (std::thread& t : threads) t.join();
+    }
+  }
+  Status first_error;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (!built[i].ok()) {
+      if (first_error.ok()) first_error = built[i].status();
+      continue;
+    }
+    std::unique_ptr<Prepared> p = std::move(built[i]).value();
+    RADIX_RETURN_IF_ERROR(record(p->executable().stats(), 0));
+    steps_.emplace(todo[i], std::move(p));
+  }
+  compile_ms_ += ms_since(t0);  // wall time: the steps compiled side by side
+  return first_error;
 }
 
 Result<const LlamaGenerator::Sampler*> LlamaGenerator::sampler_for(const GenerateOptions& o) {

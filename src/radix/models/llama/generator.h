@@ -75,6 +75,10 @@ class LlamaGenerator {
     // the hidden axis (LlamaConfig::tensor_parallel); every process computes
     // the same logits, samples the same tokens and returns the same text.
     int64_t tensor_parallel = 1;
+    // Prompt lengths whose prefill steps load() compiles together with the
+    // decode step, concurrently (see compile_steps): a prompt of such a
+    // length then starts without a compile. Each in [1, seq_len].
+    std::vector<int64_t> prompt_lengths;
   };
 
   // Reads the configuration and weights from `store` and compiles the
@@ -91,8 +95,14 @@ class LlamaGenerator {
   CompileStats::Cache cache() const { return cache_; }  // the decode step's executable cache result
 
   // Compiles the s-token step now (generate() compiles what it needs on
-  // first use; this moves that time before output starts).
-  Status compile_step(int64_t s) { return step_for(s).status(); }
+  // first use; this moves that time before output starts). s in [1, seq_len].
+  Status compile_step(int64_t s) { return compile_steps(std::span<const int64_t>(&s, 1)); }
+  // Compiles the steps for these token counts that are not compiled yet,
+  // concurrently: one thread per step, as many at once as the machine has
+  // cores (each compile is single-threaded; ZML compiles prefill and decode
+  // the same way). compile_ms() grows by the wall time. The first error is
+  // returned; the steps that compiled are kept.
+  Status compile_steps(std::span<const int64_t> token_counts);
   // Clears the KV cache (a new sequence starts at position 0).
   Status reset();
   // Runs `tokens` (1 <= size, pos + size <= seq_len) at positions
@@ -113,6 +123,7 @@ class LlamaGenerator {
   LlamaGenerator() = default;
   using Sampler = ExeWithWeights<NoModel, RandomResult<Tensor>(Tensor, Tensor)>;
   Result<const Prepared*> step_for(int64_t s);  // compiles the s-token step on first use
+  Result<std::unique_ptr<Prepared>> build_step(int64_t s) const;  // traces + compiles; touches no member state
   Result<Buffer> run_step(std::span<const int32_t> tokens);  // logits [1, vocab]
   Result<const Sampler*> sampler_for(const GenerateOptions& o);
   Status record(const CompileStats& stats, double ms);
