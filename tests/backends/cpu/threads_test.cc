@@ -2,7 +2,8 @@
 // schedule splits over threads gives bit-identical results on 1, 2 and 3
 // threads (work is split over output tiles only, so every sum adds in the same
 // order), matches a plain-loop reference, and really runs as an OpenMP
-// parallel loop. Several executables called at once never hold more cores
+// parallel region, each thread on its static share of the tiles (3 threads:
+// shares of unequal size). Several executables called at once never hold more cores
 // than the process has (CoreBudget).
 #include <gtest/gtest.h>
 
@@ -67,6 +68,10 @@ std::vector<float> expect_thread_independent(const char* what, Fn fn, const std:
     Compiled many = run_on(t, fn, shapes);
     EXPECT_NE(many.script.find("tile_using_forall"), std::string::npos) << what << " on " << t << " threads";
     EXPECT_NE(many.llvm_ir.find("__kmpc_fork_call"), std::string::npos) << what << " on " << t << " threads";
+    // radix-omp-static-chunks: each thread's share computed in the loop's
+    // own code, no worksharing-loop calls into libomp.
+    EXPECT_NE(many.llvm_ir.find("@omp_get_thread_num"), std::string::npos) << what << " on " << t << " threads";
+    EXPECT_EQ(many.llvm_ir.find("__kmpc_for_static_init"), std::string::npos) << what << " on " << t << " threads";
     EXPECT_EQ(many.out, one.out) << what << ": " << t << " threads differ from 1";
   }
   return one.out;

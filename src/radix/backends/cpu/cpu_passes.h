@@ -61,6 +61,11 @@ std::unique_ptr<mlir::Pass> create_int8_dot_kernels_pass();
 // restore around its inlined body (before scf-to-cf splits the body).
 std::unique_ptr<mlir::Pass> create_lower_alloca_scopes_pass();
 
+// "radix-omp-static-chunks": plain OpenMP worksharing loops (from the
+// schedule's scf.forall) become scf.for over the thread's static share of
+// the iterations, without libomp's static-init calls and inner barrier.
+std::unique_ptr<mlir::Pass> create_omp_static_chunks_pass();
+
 // "radix-collectives-to-mpi": shard.all_reduce / shard.all_gather become
 // MPI_Allreduce / MPI_Allgather through the runtime's wrappers (see the
 // pass for why not convert-shard-to-mpi's all_reduce).

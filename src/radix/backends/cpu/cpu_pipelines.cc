@@ -57,12 +57,13 @@ const PipelineStage kStages[] = {
      "radix-half-transposes-as-integers,radix-prefetch-next-row,radix-prefetch-next-tile,radix-int8-dot-kernels"},
     {"math", "func.func(math-extend-to-supported-types),radix-math-approximation"},
     // Threads first: the schedule's scf.forall loops become scf.parallel and
-    // then OpenMP parallel worksharing loops (LLVM's libomp at run time).
+    // then OpenMP parallel regions (LLVM's libomp at run time), each thread
+    // running its static share of the iterations (radix-omp-static-chunks).
     // canonicalize inlines the memref.alloca_scope each parallel body is
     // wrapped in when nothing is stack-allocated in it; the others become
     // stack save / restore before convert-scf-to-cf splits their bodies.
     {"lower",
-     "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=@threads@},canonicalize,radix-lower-alloca-scopes,"
+     "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=@threads@},radix-omp-static-chunks,canonicalize,radix-lower-alloca-scopes,"
      "convert-vector-to-scf{full-unroll},convert-linalg-to-loops,"
      "expand-strided-metadata,lower-affine,"
      "func.func(math-extend-to-supported-types,"
@@ -93,6 +94,7 @@ void register_cpu_passes() {
     mlir::registerPass(create_stack_small_buffers_pass);
     mlir::registerPass(create_half_transposes_pass);
     mlir::registerPass(create_lower_alloca_scopes_pass);
+    mlir::registerPass(create_omp_static_chunks_pass);
     mlir::registerPass(create_prefetch_next_row_pass);
     mlir::registerPass(create_prefetch_next_tile_pass);
     mlir::registerPass(create_int8_dot_kernels_pass);
