@@ -153,6 +153,25 @@ TEST(Threads, ElementwiseAndRowReductionsAreThreadCountIndependent) {
                             {Shape(DType::kF32, {64, 4096})});
 }
 
+// A row-fusion group's row buffers live on the stack: a thread keeps one
+// set for all its rows. 2048 rows of 16 KiB each (32 MiB of buffers if
+// every row kept its own: more than any thread's stack) on 1-3 threads,
+// each row's softmax summing to 1 and its largest entry where the input's is.
+TEST(Threads, RowFusionOverManyRowsKeepsOneRowBufferPerThread) {
+  const int64_t R = 2048, C = 4096;
+  auto got = expect_thread_independent("softmax", [](Tensor a) { return softmax(a, -1); },
+                                       {Shape(DType::kF32, {R, C})});
+  const std::vector<float> in = testing::random_vec<float>(static_cast<size_t>(R * C), -1, 1, 100);
+  for (int64_t r = 0; r < R; r += 97) {
+    const float* row = got.data() + r * C;
+    const float* x = in.data() + r * C;
+    double sum = 0;
+    for (int64_t c = 0; c < C; ++c) sum += row[c];
+    ASSERT_NEAR(sum, 1.0, 1e-4) << "row " << r;
+    EXPECT_EQ(std::max_element(row, row + C) - row, std::max_element(x, x + C) - x) << "row " << r;
+  }
+}
+
 TEST(Threads, OptionIsCheckedAndPartOfTheCacheKey) {
   CompileOptions bad;
   bad.codegen.cpu.threads = -1;

@@ -20,6 +20,7 @@
 // split a reduction, so results do not depend on which thread runs which.
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -118,6 +119,22 @@ struct OmpStaticChunksPass : public mlir::PassWrapper<OmpStaticChunksPass, mlir:
       rewriter.eraseOp(yield);
       rewriter.inlineBlockBefore(&nest_body, body->getTerminator(), ivs);
       rewriter.eraseOp(ws);
+      // Fixed-size stack buffers of an iteration (a row-fusion group's row
+      // buffers, in the memref.alloca_scope convert-scf-to-openmp wraps the
+      // body in) move in front of the loop: one set per thread, reused by
+      // its iterations, as a forall's iterations are independent. Left in,
+      // canonicalize drops the scope (its parent is no allocation scope)
+      // and nothing releases them between iterations: a thread running
+      // 2048 rows of 16 KiB overflowed its stack.
+      llvm::SmallVector<mlir::memref::AllocaOp> fixed;
+      loop.getBody()->walk([&](mlir::memref::AllocaOp a) {
+        if (a->getNumOperands() != 0) return;
+        for (mlir::Operation* p = a->getParentOp(); p != loop.getOperation(); p = p->getParentOp())
+          if (p->hasTrait<mlir::OpTrait::AutomaticAllocationScope>() && !llvm::isa<mlir::memref::AllocaScopeOp>(p))
+            return;
+        fixed.push_back(a);
+      });
+      for (mlir::memref::AllocaOp a : fixed) a->moveBefore(loop);
     }
   }
 };
