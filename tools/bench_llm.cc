@@ -472,13 +472,11 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, const WeightKind&
   CompileStats::Cache cold_cache;
   {
     auto gen = must(models::LlamaGenerator::load(cpu, store, go), tag + ": load");
-    must(gen->compile_step(sz.prefill), tag + ": compile the prefill step");
     cold_load_ms = gen->load_ms();
     cold_compile_ms = gen->compile_ms();
     cold_cache = gen->cache();
   }
   auto gen = must(models::LlamaGenerator::load(cpu, store, go), tag + ": load (cached)");
-  must(gen->compile_step(sz.prefill), tag + ": compile the prefill step (cached)");
   std::printf("  %s: load %.0f ms (%s of %s weights, from memory), compile decode + prefill %lld: cold %.0f ms "
               "(cache %s), again %.0f ms (cache %s; load %.0f ms)\n",
               tag.c_str(), cold_load_ms, mib(held_bytes(store, wk, "", wk.quant.has_value())).c_str(), wname.c_str(),

@@ -212,10 +212,7 @@ int run_generate(int argc, char** argv) {
   if (!tokenizer.ok()) return fail("generate", tokenizer.status());
   const tok::Tokenizer& tk = **tokenizer;
   std::vector<int32_t> prompt = tk.encode(a.prompt, /*bos=*/true, /*eos=*/false);
-  // As generate() runs it: at most `steps` positions, within the context.
-  const int64_t n_prompt = std::min<int64_t>(static_cast<int64_t>(prompt.size()),
-                                             std::max<int64_t>(std::min(a.gen.steps, config->seq_len), 1));
-  opts.prompt_lengths = {n_prompt};
+  opts.prompt_lengths = {models::prefill_tokens(static_cast<int64_t>(prompt.size()), a.gen, config->seq_len)};
   auto gen = models::LlamaGenerator::load(*platform, **store, opts);
   if (!gen.ok()) return fail("generate", gen.status());
   const double load_ms = ms_since(t0) - (*gen)->compile_ms();  // weights and tokenizer

@@ -6,6 +6,11 @@
 
 namespace radix::cpu_schedule {
 
+// Read by radix-prefetch-next-tile: the loop streams weight rows.
+constexpr const char* kStreamMark = "radix.stream_loop";
+// Set by trace/ops_quant.cc on its contractions.
+constexpr const char* kQuantizedDotAttr = "radix.quantized_dot";
+
 // ---- Tuning knobs -----------------------------------------------------------
 // Measured on AMD EPYC (Zen 3, AVX2, 1 thread), 1024^3 f32: see bench/README.md.
 

@@ -18,9 +18,6 @@ namespace radix::cpu_schedule {
 inline constexpr const char* kMark = "radix.sid";
 // On loops whose vector multiply-adds become vector.fma (see emit_dot_products).
 inline constexpr const char* kFmaMark = "radix.fma";
-inline constexpr const char* kStreamMark = "radix.stream_loop";
-// Set by trace/ops_quant.cc on its contractions.
-inline constexpr const char* kQuantizedDotAttr = "radix.quantized_dot";
 
 // Register tiles (matmuls not packed, convolutions): at most this share of
 // the vector registers holds accumulators; the rest hold the loaded operands.

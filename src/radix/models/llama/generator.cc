@@ -71,6 +71,10 @@ Status keep_tensor_parallel_part(const Platform& platform, const LlamaConfig& c,
 
 }  // namespace
 
+int64_t prefill_tokens(int64_t prompt_size, const GenerateOptions& options, int64_t seq_len) {
+  return std::min(prompt_size, std::max<int64_t>(std::min(options.steps, seq_len), 1));
+}
+
 Result<std::unique_ptr<LlamaGenerator>> LlamaGenerator::load(const Platform& platform, const io::WeightStore& store,
                                                              const Options& options) {
   auto t0 = Clock::now();
@@ -187,19 +191,17 @@ Status LlamaGenerator::compile_steps(std::span<const int64_t> token_counts) {
   }
   if (todo.empty()) return Status();
   auto t0 = Clock::now();
+  // One batch of up to `width` steps at a time: the calling thread compiles
+  // the batch's first step, a new thread each of the others.
   std::vector<Result<std::unique_ptr<Prepared>>> built;
-  built.reserve(todo.size());
-  if (todo.size() == 1) {
-    built.push_back(build_step(todo[0]));
-  } else {
-    for (size_t i = 0; i < todo.size(); ++i) built.emplace_back(runtime_error("llama: step not compiled"));
-    const size_t width = std::max<size_t>(1, std::min<size_t>(todo.size(), std::thread::hardware_concurrency()));
-    for (size_t first = 0; first < todo.size(); first += width) {
-      std::vector<std::thread> threads;
-      for (size_t i = first; i < std::min(todo.size(), first + width); ++i)
-        threads.emplace_back([&, i] { built[i] = build_step(todo[i]); });
-      for (std::thread& t : threads) t.join();
-    }
+  for (size_t i = 0; i < todo.size(); ++i) built.emplace_back(runtime_error("llama: step not compiled"));
+  const size_t width = std::max<size_t>(1, std::thread::hardware_concurrency());
+  for (size_t first = 0; first < todo.size(); first += width) {
+    std::vector<std::thread> threads;
+    for (size_t i = first + 1; i < std::min(todo.size(), first + width); ++i)
+      threads.emplace_back([&, i] { built[i] = build_step(todo[i]); });
+    built[first] = build_step(todo[first]);
+    for (std::thread& t : threads) t.join();
   }
   Status first_error;
   for (size_t i = 0; i < todo.size(); ++i) {
@@ -272,7 +274,7 @@ Result<GenerateStats> LlamaGenerator::generate(std::span<const int32_t> prompt, 
 
   // Prefill: the whole prompt in one call (its executable compiled first,
   // outside the timing).
-  const int64_t n_prompt = std::min<int64_t>(static_cast<int64_t>(prompt.size()), std::max<int64_t>(steps, 1));
+  const int64_t n_prompt = prefill_tokens(static_cast<int64_t>(prompt.size()), o, config_.seq_len);
   RADIX_RETURN_IF_ERROR(step_for(n_prompt).status());
   // Tensor-parallel: the ranks compile at their own pace; the first
   // all-reduce would otherwise time the slowest compile as prefill.

@@ -41,6 +41,11 @@ struct GenerateOptions {
   int32_t stop_token = -1;
 };
 
+// How many of a prompt's tokens generate() runs in its one prefill call:
+// the prompt, cut to the `steps` positions it fills and to the context
+// (seq_len). The prefill step to compile up front for that prompt.
+int64_t prefill_tokens(int64_t prompt_size, const GenerateOptions& options, int64_t seq_len);
+
 struct GenerateStats {
   int64_t prefill_tokens = 0, decode_tokens = 0;
   double prefill_ms = 0, decode_ms = 0, compile_ms = 0;
