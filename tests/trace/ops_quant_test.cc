@@ -81,7 +81,7 @@ std::vector<double> widen(const std::vector<float>& x) { return std::vector<doub
 void check_product(QuantFormat f, int64_t m, int64_t n, int64_t k, int threads,
                    QuantizedActivations acts = QuantizedActivations::kInt8Blocks) {
   const bool int8 = acts == QuantizedActivations::kInt8Blocks && k % 32 == 0 &&
-                    quantized_matmul_in_registers(m, k, QuantizedMatmulOptions{acts});
+                    quantized_matmul_in_registers(f, m, n, k, QuantizedMatmulOptions{acts});
   SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
                " threads " + std::to_string(threads) + (int8 ? " int8 activations" : " f32 activations"));
   std::vector<float> wf = testing::random_vec<float>(size_t(n * k), -1, 1, 31);
@@ -126,6 +126,11 @@ TEST(Quant, ProductsMatchDequantizedReference) {
   for (QuantFormat f : kFormats)
     for (Mnk s : {Mnk{32, 24, 512}, Mnk{20, 12, 544}, Mnk{18, 9, 512}, Mnk{17, 16, 576}})
       check_product(f, s.m, s.n, s.k, 1);
+  // Q4_0 prompts with n a multiple of 8 (weight rows in the lanes) at any k:
+  // 4-row tiles of x over 9 blocks (stories15M's k), 3-, 2- and 1-row tiles
+  // (m = 30, 22, 17), one block, 8 and 40 weight rows.
+  for (Mnk s : {Mnk{128, 16, 288}, Mnk{30, 40, 96}, Mnk{22, 8, 64}, Mnk{17, 24, 32}, Mnk{24, 8, 1024}})
+    check_product(QuantFormat::kQ4_0, s.m, s.n, s.k, 1);
   // int8 per channel takes any k, including odd ones no vector width divides.
   check_product(QuantFormat::kInt8PerChannel, 2, 5, 7, 1);
   check_product(QuantFormat::kInt8PerChannel, 1, 3, 40, 1);
@@ -136,6 +141,34 @@ TEST(Quant, ProductsOnTwoThreads) {
     check_product(f, 1, 512, 512, 2);
     check_product(f, 4, 256, 256, 2);
     check_product(f, 64, 256, 512, 2);
+  }
+  check_product(QuantFormat::kQ4_0, 36, 128, 288, 2);
+}
+
+// A Q4_0 prompt's product on an AVX2 host runs with the weight rows in the
+// accumulators' lanes: each 4 bytes of x broadcast (vpbroadcastd) and
+// multiplied with 8 weight rows, no horizontal sums (vhaddps: the
+// row-per-accumulator form's store_sums); Q8_0 keeps that form.
+TEST(Quant, Q4PromptPutsWeightRowsInLanes) {
+  const Int8Target host = int8_target("");
+  if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the int8 kernels are not used here";
+  for (QuantFormat f : {QuantFormat::kQ4_0, QuantFormat::kQ8_0}) {
+    SCOPED_TRACE(name(f));
+    DumpDir dir(std::string("prompt-") + name(f));
+    io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 512, -1, 1, 73), 64, 512);
+    CompileFnOptions o;
+    o.compile.diagnostics.dump = {"asm"};
+    o.compile.diagnostics.dump_dir = dir.path().string();
+    must(compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
+                    Shape(DType::kF32, {64, 512}), q.values_shape, q.scales_shape));
+    const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
+    EXPECT_NE(asm_text.find(host.vnni ? "vpdpbusd" : "vpmaddubsw"), std::string::npos) << asm_text;
+    if (f == QuantFormat::kQ4_0) {
+      EXPECT_NE(asm_text.find("vpbroadcastd"), std::string::npos) << asm_text;
+      EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
+    } else {
+      EXPECT_NE(asm_text.find("vhaddps"), std::string::npos) << asm_text;
+    }
   }
 }
 

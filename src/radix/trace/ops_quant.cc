@@ -195,10 +195,11 @@ Tensor dequantize(const Tensor& values, const Tensor& scales) {
   return values;
 }
 
-bool quantized_matmul_in_registers(int64_t rows, int64_t k, const QuantizedMatmulOptions& options) {
+bool quantized_matmul_in_registers(QuantFormat format, int64_t rows, int64_t n, int64_t k,
+                                   const QuantizedMatmulOptions& options) {
   if (rows <= kQuantizedDotMaxRows) return true;
-  return options.activations == QuantizedActivations::kInt8Blocks && k % kQuantBlock == 0 &&
-         k >= kQuantizedPromptMinK;
+  if (options.activations != QuantizedActivations::kInt8Blocks || k % kQuantBlock != 0) return false;
+  return k >= kQuantizedPromptMinK || (format == QuantFormat::kQ4_0 && n % 8 == 0);
 }
 
 Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales,
@@ -219,7 +220,7 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
   Tensor x2 = reshape(x, {M, K});
   Tensor y;
   const int64_t KB = K / kQuantBlock;
-  if (!quantized_matmul_in_registers(M, K, options)) {
+  if (!quantized_matmul_in_registers(f, M, N, K, options)) {
     y = dot_general(x2, dequantize(values, scales), DotDims{{}, {}, {1}, {1}});
   } else if (options.activations == QuantizedActivations::kInt8Blocks && K % kQuantBlock == 0) {
     // Loops (m, n, kb, j): integer products of x's and W's bytes, scaled by

@@ -52,19 +52,23 @@ struct QuantizedMatmulOptions {
 // x[..., k] (f32) · Wᵀ -> [..., n] f32. The weights are read as they are
 // stored and widened in registers (x as options.activations says) for
 // decode steps (at most kQuantizedDotMaxRows rows) and, with integer
-// activations, for prompts whose k is at least kQuantizedPromptMinK: on
-// AVX2 a block's integer dot product costs fewer instructions than f32
-// multiply-adds (stories110M Q4_0 prefill 1.06-1.17x, Zen 3), but each
-// tile also pays for its scales and sums, which a short k (stories15M's
-// 288) does not repay. Other prompts dequantize W once per call to f32 and
-// run the f32 matmul schedule (x stays f32).
+// activations, for prompts whose k is at least kQuantizedPromptMinK, or of
+// any k (a multiple of 32) for Q4_0 with n a multiple of 8. On AVX2 a
+// block's integer dot product costs fewer instructions than f32
+// multiply-adds, but each tile also pays for its scales and sums, which a
+// short k (stories15M's 288) does not repay for byte weights; Q4_0 prompts
+// with whole tiles of 8 weight rows run a kernel whose accumulators' lanes
+// are weight rows (the CPU backend's int8 kernels), which does repay it.
+// Other prompts dequantize W once per call to f32 and run the f32 matmul
+// schedule (x stays f32).
 Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales,
                         const QuantizedMatmulOptions& options = {});
 inline constexpr int64_t kQuantizedDotMaxRows = 16;
 inline constexpr int64_t kQuantizedPromptMinK = 512;
-// Whether a product of `rows` rows and reduction length k reads W in
+// Whether a product of `rows` rows by W[n, k] in `format` reads W in
 // registers (true) or dequantizes it first (false), as above.
-bool quantized_matmul_in_registers(int64_t rows, int64_t k, const QuantizedMatmulOptions& options = {});
+bool quantized_matmul_in_registers(QuantFormat format, int64_t rows, int64_t n, int64_t k,
+                                   const QuantizedMatmulOptions& options = {});
 
 // W as f32 [n, k].
 Tensor dequantize(const Tensor& values, const Tensor& scales);
