@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <regex>
 #include <unistd.h>
 
 #include "op_test_helpers.h"
@@ -148,7 +149,8 @@ TEST(Quant, ProductsOnTwoThreads) {
 // A Q4_0 prompt's product on an AVX2 host runs with the weight rows in the
 // accumulators' lanes: each 4 bytes of x broadcast (vpbroadcastd) and
 // multiplied with 8 weight rows, no horizontal sums (vhaddps: the
-// row-per-accumulator form's store_sums); Q8_0 keeps that form.
+// row-per-accumulator form's store_sums); Q8_0 keeps that form. Neither
+// zero-fills its output first.
 TEST(Quant, Q4PromptPutsWeightRowsInLanes) {
   const Int8Target host = int8_target("");
   if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the int8 kernels are not used here";
@@ -157,11 +159,18 @@ TEST(Quant, Q4PromptPutsWeightRowsInLanes) {
     DumpDir dir(std::string("prompt-") + name(f));
     io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 512, -1, 1, 73), 64, 512);
     CompileFnOptions o;
-    o.compile.diagnostics.dump = {"asm"};
+    o.compile.diagnostics.dump = {"schedule", "asm"};
     o.compile.diagnostics.dump_dir = dir.path().string();
     must(compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
                     Shape(DType::kF32, {64, 512}), q.values_shape, q.scales_shape));
     const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
+    // The output is not zero-filled first: the kernel stores its sums into
+    // an empty tensor.
+    const std::string ir = testing::stage_dump(dir.path(), "schedule.mlir");
+    std::smatch outs;
+    ASSERT_TRUE(std::regex_search(ir, outs, std::regex(R"(outs\((%\w+) : tensor<64x64xf32>\) attrs = +\{[^}]*radix\.int8_overwrite)")))
+        << ir;
+    EXPECT_TRUE(std::regex_search(ir, std::regex(outs[1].str() + R"( = tensor\.empty\(\) : tensor<64x64xf32>)"))) << ir;
     EXPECT_NE(asm_text.find(host.vnni ? "vpdpbusd" : "vpmaddubsw"), std::string::npos) << asm_text;
     if (f == QuantFormat::kQ4_0) {
       EXPECT_NE(asm_text.find("vpbroadcastd"), std::string::npos) << asm_text;

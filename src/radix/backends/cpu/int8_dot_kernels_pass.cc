@@ -83,6 +83,9 @@ namespace {
 
 constexpr const char* kInt8DotAttr = "radix.int8_dot";
 constexpr const char* kInt8KernelAttr = "radix.int8_kernel";
+// The output starts undefined (the schedule dropped its zero fill): the
+// kernel stores its sums; an op left as it is gets its fill back.
+constexpr const char* kInt8OverwriteAttr = "radix.int8_overwrite";
 constexpr int64_t kLanes = 8;   // i32 / f32 lanes of a 256-bit register
 constexpr int64_t kBlock = 32;  // bytes per block (one 256-bit register)
 
@@ -109,6 +112,8 @@ struct Plan {
   // Q4_0 prompts: W's rows in the accumulators' lanes (see
   // emit_interleaved_tile); tn is 8.
   bool interleaved = false;
+  // Store the sums (the output is undefined before), don't add them.
+  bool overwrite = false;
 };
 
 class KernelBuilder {
@@ -474,9 +479,7 @@ class KernelBuilder {
     const int out_index = static_cast<int>(op_.getNumDpsInputs());
     for (int64_t i = 0; i < tm; ++i) {
       llvm::SmallVector<Value> at = indices(out_index, m[size_t(i)], n0, c0, c0);
-      Value old = mlir::vector::LoadOp::create(b_, loc_, v8f32, out, at);
-      mlir::vector::StoreOp::create(b_, loc_, mlir::arith::AddFOp::create(b_, loc_, old, blocks.getResult(unsigned(i))), out,
-                                    at);
+      mlir::vector::StoreOp::create(b_, loc_, accumulate(blocks.getResult(unsigned(i)), out, at), out, at);
     }
   }
 
@@ -639,8 +642,7 @@ class KernelBuilder {
         Value row = mlir::vector::ExtractStridedSliceOp::create(b_, loc_, sums, llvm::ArrayRef<int64_t>{i * tn},
                                                                 llvm::ArrayRef<int64_t>{tn}, llvm::ArrayRef<int64_t>{1});
         llvm::SmallVector<Value> at = indices(out_index, m[size_t(i)], n[0], c0, c0);
-        Value old = mlir::vector::LoadOp::create(b_, loc_, row_t, out, at);
-        mlir::vector::StoreOp::create(b_, loc_, mlir::arith::AddFOp::create(b_, loc_, old, row), out, at);
+        mlir::vector::StoreOp::create(b_, loc_, accumulate(row, out, at), out, at);
       }
       return;
     }
@@ -649,9 +651,18 @@ class KernelBuilder {
         Value sum = mlir::vector::ReductionOp::create(b_, loc_, mlir::vector::CombiningKind::ADD,
                                                       acc[static_cast<size_t>(i * tn + j)]);
         llvm::SmallVector<Value> at = indices(out_index, m[size_t(i)], n[size_t(j)], c0, c0);
-        Value old = mlir::memref::LoadOp::create(b_, loc_, out, at);
-        mlir::memref::StoreOp::create(b_, loc_, mlir::arith::AddFOp::create(b_, loc_, old, sum), out, at);
+        mlir::memref::StoreOp::create(b_, loc_, accumulate(sum, out, at), out, at);
       }
+  }
+
+  // What the kernel stores at out[at]: its sums v (a scalar or a vector)
+  // plus what out holds there, or v alone when the output starts undefined.
+  Value accumulate(Value v, Value out, llvm::ArrayRef<Value> at) {
+    if (plan_.overwrite) return v;
+    Value old = llvm::isa<mlir::VectorType>(v.getType())
+                    ? mlir::vector::LoadOp::create(b_, loc_, v.getType(), out, at).getResult()
+                    : mlir::memref::LoadOp::create(b_, loc_, out, at).getResult();
+    return mlir::arith::AddFOp::create(b_, loc_, old, v);
   }
 
   mlir::linalg::GenericOp op_;
@@ -685,13 +696,24 @@ class Int8DotKernelsPass : public mlir::PassWrapper<Int8DotKernelsPass, mlir::Op
     for (mlir::linalg::GenericOp g : ops) {
       auto plan_attr = g->getAttrOfType<mlir::DenseI64ArrayAttr>(kInt8KernelAttr);
       auto format = g->getAttrOfType<mlir::StringAttr>(kInt8DotAttr);
+      const bool overwrite = g->hasAttr(kInt8OverwriteAttr);
       g->removeAttr(kInt8KernelAttr);
+      g->removeAttr(kInt8OverwriteAttr);
       std::optional<Roles> roles = format ? roles_of(format.getValue()) : std::nullopt;
-      if (!plan_attr || plan_attr.size() != 6 || !roles) continue;
-      llvm::ArrayRef<int64_t> p = plan_attr.asArrayRef();
-      const Plan plan{p[0], p[1], p[2] != 0, p[3] != 0, p[4] != 0, p[5] != 0};
-      if (plan.tm < 1 || plan.tn < 1) continue;
-      KernelBuilder(g, *roles, plan).build();
+      bool built = false;
+      if (plan_attr && plan_attr.size() == 6 && roles) {
+        llvm::ArrayRef<int64_t> p = plan_attr.asArrayRef();
+        const Plan plan{p[0], p[1], p[2] != 0, p[3] != 0, p[4] != 0, p[5] != 0, overwrite};
+        if (plan.tm >= 1 && plan.tn >= 1) built = KernelBuilder(g, *roles, plan).build();
+      }
+      if (!built && overwrite) {
+        // Left as a generic (plain loops, which accumulate): zeros first.
+        mlir::OpBuilder b(g);
+        Value out = g.getDpsInitOperand(0)->get();
+        auto et = llvm::cast<mlir::MemRefType>(out.getType()).getElementType();
+        Value zero = mlir::arith::ConstantOp::create(b, g.getLoc(), b.getZeroAttr(et));
+        mlir::linalg::FillOp::create(b, g.getLoc(), mlir::ValueRange{zero}, mlir::ValueRange{out});
+      }
     }
   }
 };

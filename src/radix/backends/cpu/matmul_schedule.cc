@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 
 namespace radix::cpu_schedule {
 
@@ -480,6 +482,24 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   }
   const bool parallel = threads > 1 && N / tn >= threads && M * N * K >= min_dot_work(M);
   return std::vector<int64_t>{tm, tn, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0, interleaved ? 1 : 0};
+}
+
+void int8_outputs_without_fills(mlir::ModuleOp module, int threads, const Int8Target& host) {
+  llvm::SmallVector<mlir::linalg::LinalgOp> ops;
+  module.walk([&](mlir::linalg::LinalgOp op) {
+    if (op->hasAttr(kInt8DotAttr) && op.getNumDpsInits() == 1 && int8_kernel_plan(op, threads, host)) ops.push_back(op);
+  });
+  for (mlir::linalg::LinalgOp op : ops) {
+    mlir::OpOperand* init = op.getDpsInitOperand(0);
+    auto fill = init->get().getDefiningOp<mlir::linalg::FillOp>();
+    auto type = llvm::dyn_cast<mlir::RankedTensorType>(init->get().getType());
+    if (!fill || !type || !type.hasStaticShape() || !mlir::matchPattern(fill.getInputs()[0], mlir::m_AnyZeroFloat()))
+      continue;
+    mlir::OpBuilder b(op);
+    init->set(mlir::tensor::EmptyOp::create(b, op.getLoc(), type.getShape(), type.getElementType()));
+    op->setAttr(kInt8OverwriteAttr, b.getUnitAttr());
+    if (fill->use_empty()) fill->erase();
+  }
 }
 
 bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,

@@ -18,9 +18,19 @@
 
 namespace radix::cpu_schedule {
 
-// Set on an integer-kernel product: its plan [tm, tn, parallel, vnni, blocked]
-// (read by the radix-int8-dot-kernels pass).
+// Set on an integer-kernel product: its plan [tm, tn, parallel, vnni, blocked,
+// interleaved] (read by the radix-int8-dot-kernels pass).
 inline constexpr const char* kInt8KernelAttr = "radix.int8_kernel";
+// Set on an integer-kernel product whose init was a zero fill, replaced by
+// an empty tensor (see int8_outputs_without_fills): the kernel stores its
+// sums instead of adding them to the output.
+inline constexpr const char* kInt8OverwriteAttr = "radix.int8_overwrite";
+
+// Every product that gets an integer-kernel plan and whose init is a zero
+// fill gets an empty init instead, marked kInt8OverwriteAttr, and fills
+// left unused are erased: no pass over the output zero-filling it before
+// the product (stories15M Q4_0 prefill spent 3-5% of its time in memset).
+void int8_outputs_without_fills(mlir::ModuleOp module, int threads, const Int8Target& host);
 
 // A contraction (matmul / batch_matmul) whose B is read as [.., n, k]:
 // maps A(.., m, k), B(.., n, k), C(.., m, n) (trace/ops_dot.cc emits it for

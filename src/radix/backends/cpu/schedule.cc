@@ -527,6 +527,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
     return id;
   };
   auto handle = [](int64_t id) { return "op" + std::to_string(id); };
+  int8_outputs_without_fills(module, threads, int8);
 
   // Every function with a body: @main and the function cache's callees, which
   // stay calls (a layer called twelve times is scheduled and compiled once).
