@@ -71,7 +71,38 @@ TEST(NnRope, DecodeStepAtPosition) {
   });
 }
 
+// A table computed once (as a model does for all its layers) rotates like
+// rope(x, positions): the same values, bit for bit, both layouts, against
+// the naive reference too.
+TEST(NnRope, PrecomputedTableMatchesPositions) {
+  on_every_schedule([&] {
+    const int64_t S = 5, H = 2, HD = 6;
+    for (bool inter : {false, true}) {
+      SCOPED_TRACE(inter ? "interleaved" : "half-split");
+      const Shape xs(DType::kF32, {1, S, H, HD});
+      Vals x = quantize(DType::kF32, rand_vals(static_cast<size_t>(xs.count()), -2, 2, 23));
+      const nn::RopeOptions opts{.layout = inter ? nn::RopeLayout::kInterleaved : nn::RopeLayout::kHalfSplit,
+                                 .theta = 300.0};
+      Outs o = run([&](Tensor x, Tensor off) {
+        const nn::RopeTable t = nn::rope_table(off, S, HD, opts);
+        return std::vector<Tensor>{nn::rope(x, t, opts), nn::rope(x, off, opts), t.cos};
+      }, {x, {11}}, xs, Shape(DType::kI32));
+      EXPECT_EQ(o.values[0], o.values[1]);
+      EXPECT_EQ(o.shapes[2], Shape(DType::kF32, {S, HD / 2}));
+      EXPECT_TRUE(close(o.values[0], naive_rope(x, {11, 12, 13, 14, 15}, H, HD, inter, 300.0), DType::kF32, 0, 1e-5));
+    }
+  });
+}
+
 TEST(NnRope, BadInputNamesLayerAndShapes) {
+  // A table for another sequence length: both shapes and the one expected.
+  auto t = compile_fn(testing::cpu(),
+                      [](Tensor x, Tensor p) { return nn::rope(x, nn::rope_table(p, 3, 8)); },
+                      Shape(DType::kF32, {4, 2, 8}), Shape(DType::kI32));
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("nn::rope(f32[4,2,8], f32[3,4], f32[3,4]): the table's cos and sin must be f32[4,4]"),
+            std::string::npos)
+      << t.status().message();
   auto e = compile_fn(testing::cpu(), [](Tensor x, Tensor p) { return nn::rope(x, p); }, Shape(DType::kF32, {4, 2, 5}),
                       Shape(DType::kI32));
   ASSERT_FALSE(e.ok());

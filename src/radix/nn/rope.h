@@ -30,4 +30,19 @@ struct RopeOptions {
 // passes s = 1 and p) or rank 1 of size s (each token's position).
 Tensor rope(const Tensor& x, const Tensor& positions, const RopeOptions& opts = {});
 
+// The rotation angles' cosines and sines, f32 [s, hd/2] each (row i:
+// token i's position, column j: frequency theta^(-2j / hd)), for
+// positions as rope() takes them. A model computes them once per forward
+// and hands them to every layer: a layer traced as a cached callee would
+// otherwise compute its own (s * hd libm sin / cos per call).
+struct RopeTable {
+  Tensor cos, sin;
+};
+// opts.theta sets the frequencies (the layout and axes play no part).
+RopeTable rope_table(const Tensor& positions, int64_t s, int64_t head_dim, const RopeOptions& opts = {});
+
+// rope(x, positions, opts) with the angles' cos / sin given: the table's
+// [s, hd/2] must match x's sequence and head-dim axes.
+Tensor rope(const Tensor& x, const RopeTable& table, const RopeOptions& opts = {});
+
 }  // namespace radix::nn

@@ -31,9 +31,9 @@ Tensor proj(const Tensor& x, const Tensor& w, const std::vector<Tensor>& scales,
 // heads and its share of the hidden axis: wo and w2 multiply those parts
 // (row-parallel), and an all-reduce over the devices sums them.
 std::tuple<Tensor, Tensor, Tensor> layer_forward(const LlamaLayer<Tensor>& l, Tensor x, Tensor cache_k,
-                                                 Tensor cache_v, Tensor pos, int64_t n_heads, int64_t n_kv_heads,
-                                                 int64_t hd, int64_t tp, double eps, double theta,
-                                                 nn::RopeLayout layout, QuantizedActivations acts) {
+                                                 Tensor cache_v, Tensor pos, Tensor rope_cos, Tensor rope_sin,
+                                                 int64_t n_heads, int64_t n_kv_heads, int64_t hd, int64_t tp,
+                                                 double eps, nn::RopeLayout layout, QuantizedActivations acts) {
   const int64_t s = x.dim(1);
   auto sum_parts = [tp](const Tensor& partial) { return tp > 1 ? all_reduce(partial, kTensorParallelAxis) : partial; };
   Tensor h = nn::rms_norm(x, l.attention_norm, -1, eps);
@@ -44,9 +44,9 @@ std::tuple<Tensor, Tensor, Tensor> layer_forward(const LlamaLayer<Tensor>& l, Te
   Tensor v = reshape(proj(h, l.wv, sc, L::kScaleV, acts), {1, s, n_kv_heads, hd});
   nn::RopeOptions ro;
   ro.layout = layout;
-  ro.theta = theta;
-  q = nn::rope(q, pos, ro);
-  k = nn::rope(k, pos, ro);
+  const nn::RopeTable table{rope_cos, rope_sin};  // computed once per forward, for every layer
+  q = nn::rope(q, table, ro);
+  k = nn::rope(k, table, ro);
   nn::CachedAttentionOptions ao;
   ao.layout = nn::CacheLayout::kHeadMajor;  // a decode step reads the cache in place
   nn::CachedAttention<> a = nn::cached_attention(q, k, v, cache_k, cache_v, pos, ao);
@@ -210,9 +210,12 @@ LlamaStep<Tensor> Llama<Tensor>::forward(const Tensor& tokens, const KvCache<Ten
   const LlamaConfig& c = config;
   Tensor x = convert(embedding(tok_embeddings, tokens), c.dtype);  // [1, s, dim]
   LlamaStep<Tensor> out;
+  nn::RopeOptions ro;
+  ro.theta = c.rope_theta;
+  const nn::RopeTable rope = nn::rope_table(pos, tokens.dim(1), c.head_dim(), ro);
   for (size_t i = 0; i < layers.size(); ++i) {
-    auto [y, k, v] = call("llama_layer", &layer_forward, layers[i], x, cache.k[i], cache.v[i], pos, c.local_heads(),
-                          c.local_kv_heads(), c.head_dim(), c.tensor_parallel, c.norm_eps, c.rope_theta,
+    auto [y, k, v] = call("llama_layer", &layer_forward, layers[i], x, cache.k[i], cache.v[i], pos, rope.cos,
+                          rope.sin, c.local_heads(), c.local_kv_heads(), c.head_dim(), c.tensor_parallel, c.norm_eps,
                           c.rope_layout, c.quantized_activations);
     x = y;
     out.cache.k.push_back(k);
