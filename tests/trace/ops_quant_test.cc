@@ -285,6 +285,24 @@ TEST(Quant, DecodeStepRunsIntegerDotProducts) {
   }
 }
 
+// On a VNNI CPU (compiled for Zen 4, not run) the interleaved Q4_0 prompt
+// kernel sums each group with vpdpbusd into i32 (no vpmaddubsw / vpmaddwd).
+TEST(Quant, Q4PromptUsesVnniWhereTheTargetHasIt) {
+  DumpDir dir("prompt-vnni");
+  io::QuantizedMatrix q = quantize(QuantFormat::kQ4_0, testing::random_vec<float>(64 * 256, -1, 1, 74), 64, 256);
+  CompileFnOptions o;
+  o.compile.codegen.target_cpu = "znver4";
+  o.compile.diagnostics.dump = {"asm"};
+  o.compile.diagnostics.dump_dir = dir.path().string();
+  auto exe = compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
+                        Shape(DType::kF32, {64, 256}), q.values_shape, q.scales_shape);
+  if (!exe.ok()) GTEST_SKIP() << "cannot compile for znver4 here: " << exe.status().message();
+  const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
+  EXPECT_NE(asm_text.find("vpdpbusd"), std::string::npos) << asm_text;
+  EXPECT_NE(asm_text.find("vpbroadcastd"), std::string::npos) << asm_text;
+  EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
+}
+
 TEST(Quant, LeadingAxesAndDequantize) {
   // x [2, 1, 64] -> [2, 1, 8]; dequantize(values, scales) equals the host's.
   for (QuantFormat f : kFormats) {

@@ -8,6 +8,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -501,7 +502,15 @@ Int8Target int8_target(std::string_view target_features) {
     llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
     return Int8Target{f.lookup("avx2"), f.lookup("avxvnni") || (f.lookup("avx512vnni") && f.lookup("avx512vl"))};
   }
-  const std::string s = "," + std::string(target_features.substr(target_features.find(' ') + 1)) + ",";
+  const size_t space = target_features.find(' ');
+  std::string s = "," + std::string(target_features.substr(space == std::string_view::npos ? target_features.size() : space + 1)) + ",";
+  if (s == ",,") {
+    // A named CPU (CompileOptions.codegen.target_cpu) comes without its
+    // features: the ones the name implies.
+    llvm::SmallVector<llvm::StringRef> implied;
+    llvm::X86::getFeaturesForCPU(target_features.substr(0, space), implied, /*NeedPlus=*/true);
+    for (llvm::StringRef f : implied) s += f.str() + ",";
+  }
   auto has = [&](const char* f) { return s.find(std::string(",+") + f + ",") != std::string::npos; };
   return Int8Target{has("avx2"), has("avxvnni") || (has("avx512vnni") && has("avx512vl"))};
 }
