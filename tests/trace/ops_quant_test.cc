@@ -129,8 +129,9 @@ TEST(Quant, ProductsMatchDequantizedReference) {
       check_product(f, s.m, s.n, s.k, 1);
   // Q4_0 prompts with n a multiple of 8 (weight rows in the lanes) at any k:
   // 4-row tiles of x over 9 blocks (stories15M's k), 3-, 2- and 1-row tiles
-  // (m = 30, 22, 17), one block, 8 and 40 weight rows.
-  for (Mnk s : {Mnk{128, 16, 288}, Mnk{30, 40, 96}, Mnk{22, 8, 64}, Mnk{17, 24, 32}, Mnk{24, 8, 1024}})
+  // (m = 30, 22, 17), one block, 8 and 40 weight rows; past the k whose
+  // rewritten rows fit the stack cap (32768), the row-per-accumulator form.
+  for (Mnk s : {Mnk{128, 16, 288}, Mnk{30, 40, 96}, Mnk{22, 8, 64}, Mnk{17, 24, 32}, Mnk{24, 8, 1024}, Mnk{20, 8, 32800}})
     check_product(QuantFormat::kQ4_0, s.m, s.n, s.k, 1);
   // int8 per channel takes any k, including odd ones no vector width divides.
   check_product(QuantFormat::kInt8PerChannel, 2, 5, 7, 1);

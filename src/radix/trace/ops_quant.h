@@ -58,7 +58,8 @@ struct QuantizedMatmulOptions {
 // multiply-adds, but each tile also pays for its scales and sums, which a
 // short k (stories15M's 288) does not repay for byte weights; Q4_0 prompts
 // with whole tiles of 8 weight rows run a kernel whose accumulators' lanes
-// are weight rows (the CPU backend's int8 kernels), which does repay it.
+// are weight rows (the CPU backend's int8 kernels, for k up to 32768),
+// which does repay it.
 // Other prompts dequantize W once per call to f32 and run the f32 matmul
 // schedule (x stays f32).
 Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales,

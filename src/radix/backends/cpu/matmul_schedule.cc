@@ -445,6 +445,7 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
 // out of cache 14.8-16.3 / 12.7-16.3, in cache 13.8 / 17.1.
 constexpr const char* kInt8DotAttr = "radix.int8_dot";
 constexpr int64_t kInt8BlockedMinRows = 16;
+constexpr int64_t kInt8InterleavedMaxK = 32768;
 
 std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, int threads,
                                                     const Int8Target& host) {
@@ -474,8 +475,10 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   }
   // Q4_0 prompts with whole tiles of 8 weight rows: W's rows in the
   // accumulators' lanes (see the pass), 4 rows of x per tile (tm 2 and 8
-  // measured 0.95x and 0.86x of 4 on stories110M Q4_0 prefill, Zen 3).
-  const bool interleaved = blocked && !byte_weights && N % 8 == 0;
+  // measured 0.95x and 0.86x of 4 on stories110M Q4_0 prefill, Zen 3). The
+  // tile's rewritten rows live on each thread's stack: 8 bytes per element
+  // of k, so k is capped (32768: 256 KiB).
+  const bool interleaved = blocked && !byte_weights && N % 8 == 0 && K <= kInt8InterleavedMaxK;
   if (interleaved) {
     tm = largest_divisor(M, {4, 3, 2, 1});
     tn = 8;
