@@ -212,9 +212,20 @@ class KernelBuilder {
     return mlir::vector::LoadOp::create(b_, loc_, vt, operand(operand_index), indices(operand_index, m, n, kb, j0));
   }
 
+  // A vector of type t with every lane v.
+  Value splat(mlir::VectorType t, mlir::TypedAttr v) {
+    return mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(t, v));
+  }
+
   Value i8_splat(int64_t lanes, int64_t v) {
-    auto vt = mlir::VectorType::get({lanes}, b_.getI8Type());
-    return mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(vt, b_.getI8IntegerAttr(v)));
+    return splat(mlir::VectorType::get({lanes}, b_.getI8Type()), b_.getI8IntegerAttr(v));
+  }
+
+  // base, base + 1, ..., base + count - 1 (a tile's rows).
+  std::vector<Value> offsets(Value base, int64_t count) {
+    std::vector<Value> out{base};
+    for (int64_t i = 1; i < count; ++i) out.push_back(mlir::arith::AddIOp::create(b_, loc_, base, idx(i)));
+    return out;
   }
 
   Value concat(Value lo, Value hi) {
@@ -231,13 +242,11 @@ class KernelBuilder {
   Value dot(Value a, Value s) {
     auto v8i32 = mlir::VectorType::get({kLanes}, b_.getI32Type());
     if (plan_.vnni) {
-      Value z = mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(v8i32, b_.getI32IntegerAttr(0)));
-      return intrinsic("llvm.x86.avx512.vpdpbusd.256", v8i32, {z, a, s});
+      return intrinsic("llvm.x86.avx512.vpdpbusd.256", v8i32, {splat(v8i32, b_.getI32IntegerAttr(0)), a, s});
     }
     auto v16i16 = mlir::VectorType::get({2 * kLanes}, b_.getI16Type());
     Value pairs = intrinsic("llvm.x86.avx2.pmadd.ub.sw", v16i16, {a, s});
-    Value ones = mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(v16i16, b_.getI16IntegerAttr(1)));
-    return intrinsic("llvm.x86.avx2.pmadd.wd", v8i32, {pairs, ones});
+    return intrinsic("llvm.x86.avx2.pmadd.wd", v8i32, {pairs, splat(v16i16, b_.getI16IntegerAttr(1))});
   }
 
   // Q4_0: W's block of row n as its 32 nibbles (0..15, unsigned), low
@@ -275,6 +284,14 @@ class KernelBuilder {
     return v;
   }
 
+  // The one scale at block kb (x's at row m, or W's at row n) as f32.
+  Value load_scale(int operand_index, Value m, Value n, Value kb) {
+    Value c0 = idx(0);
+    Value v = mlir::memref::LoadOp::create(b_, loc_, operand(operand_index), indices(operand_index, m, n, kb, c0));
+    if (!v.getType().isF32()) v = mlir::arith::ExtFOp::create(b_, loc_, b_.getF32Type(), v);
+    return v;
+  }
+
   // One tile: tm rows of x (from m0) times tn rows of W (from n0), the
   // blocks stepped 8 (or 4, 2) at a time so that their scales are loaded,
   // widened and multiplied as vectors (one per row), each block's then
@@ -292,10 +309,8 @@ class KernelBuilder {
     for (int64_t u : {8, 4, 2})
       if (unroll == 1 && KB >= u) unroll = u;
     auto v8f32 = mlir::VectorType::get({kLanes}, b_.getF32Type());
-    Value zero = mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(v8f32, b_.getF32FloatAttr(0)));
-    std::vector<Value> m(static_cast<size_t>(tm)), n(static_cast<size_t>(tn));
-    for (int64_t i = 0; i < tm; ++i) m[size_t(i)] = i ? mlir::arith::AddIOp::create(b_, loc_, m0, idx(i)).getResult() : m0;
-    for (int64_t i = 0; i < tn; ++i) n[size_t(i)] = i ? mlir::arith::AddIOp::create(b_, loc_, n0, idx(i)).getResult() : n0;
+    Value zero = splat(v8f32, b_.getF32FloatAttr(0));
+    const std::vector<Value> m = offsets(m0, tm), n = offsets(n0, tn);
     llvm::SmallVector<Value> acc(static_cast<size_t>(tm * tn), zero);
     const int64_t whole = KB / unroll * unroll;
     if (scale_buf_) {
@@ -340,9 +355,7 @@ class KernelBuilder {
     Value v = mlir::vector::ReductionOp::create(b_, loc_, mlir::vector::CombiningKind::ADD, dot(i8_splat(kBlock, 8), x));
     if (scaled) {
       Value f = mlir::arith::SIToFPOp::create(b_, loc_, f32, v);
-      Value d = mlir::memref::LoadOp::create(b_, loc_, operand(roles_.xd), indices(roles_.xd, m, c0, kb, c0));
-      if (!d.getType().isF32()) d = mlir::arith::ExtFOp::create(b_, loc_, f32, d);
-      v = mlir::arith::MulFOp::create(b_, loc_, f, d);
+      v = mlir::arith::MulFOp::create(b_, loc_, f, load_scale(roles_.xd, m, c0, kb));
     }
     mlir::memref::StoreOp::create(b_, loc_, v, buf, mlir::ValueRange{m, kb});
     return buf;
@@ -376,12 +389,9 @@ class KernelBuilder {
     b_.setInsertionPointToStart(blocks.getBody());
     Value kb = blocks.getInductionVar();
     llvm::SmallVector<Value> rows, scales;
-    for (int64_t r = 0; r < kLanes; ++r) {
-      Value n = r ? mlir::arith::AddIOp::create(b_, loc_, n0, idx(r)).getResult() : n0;
+    for (Value n : offsets(n0, kLanes)) {
       rows.push_back(mlir::vector::BitCastOp::create(b_, loc_, v8i32, nibbles(n, kb, c0)));
-      Value s = mlir::memref::LoadOp::create(b_, loc_, operand(roles_.wd), indices(roles_.wd, c0, n, kb, c0));
-      if (!s.getType().isF32()) s = mlir::arith::ExtFOp::create(b_, loc_, b_.getF32Type(), s);
-      scales.push_back(s);
+      scales.push_back(load_scale(roles_.wd, c0, n, kb));
     }
     auto shuffle = [&](Value a, Value b, llvm::ArrayRef<int64_t> mask) {
       return mlir::vector::ShuffleOp::create(b_, loc_, a, b, mask).getResult();
@@ -430,10 +440,8 @@ class KernelBuilder {
     auto v16i16 = mlir::VectorType::get({2 * kLanes}, b_.getI16Type());
     auto v32i8 = mlir::VectorType::get({kBlock}, b_.getI8Type());
     Value c0 = idx(0);
-    Value zero = mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(v8f32, b_.getF32FloatAttr(0)));
-    std::vector<Value> m(static_cast<size_t>(tm));
-    for (int64_t i = 0; i < tm; ++i) m[size_t(i)] = i ? mlir::arith::AddIOp::create(b_, loc_, m0, idx(i)).getResult() : m0;
-    llvm::SmallVector<Value> init(static_cast<size_t>(tm), zero);
+    const std::vector<Value> m = offsets(m0, tm);
+    llvm::SmallVector<Value> init(static_cast<size_t>(tm), splat(v8f32, b_.getF32FloatAttr(0)));
     auto blocks = mlir::scf::ForOp::create(b_, loc_, c0, idx(KB), idx(1), init);
     {
       mlir::OpBuilder::InsertionGuard g(b_);
@@ -451,10 +459,7 @@ class KernelBuilder {
                                                      mlir::vector::BroadcastOp::create(b_, loc_, v8i32, word));
           Value& si = s[size_t(i)];
           if (plan_.vnni) {
-            Value from = grp ? si
-                             : mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(v8i32, b_.getI32IntegerAttr(0)))
-                                   .getResult();
-            si = intrinsic("llvm.x86.avx512.vpdpbusd.256", v8i32, {from, w, xb});
+            si = intrinsic("llvm.x86.avx512.vpdpbusd.256", v8i32, {grp ? si : splat(v8i32, b_.getI32IntegerAttr(0)), w, xb});
           } else {
             Value p = intrinsic("llvm.x86.avx2.pmadd.ub.sw", v16i16, {w, xb});
             si = grp ? mlir::arith::AddIOp::create(b_, loc_, si, p).getResult() : p;
@@ -462,14 +467,13 @@ class KernelBuilder {
         }
       }
       Value ws = mlir::vector::LoadOp::create(b_, loc_, v8f32, sbuf_, mlir::ValueRange{kb, c0});
-      Value ones = mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(v16i16, b_.getI16IntegerAttr(1)));
+      Value ones = splat(v16i16, b_.getI16IntegerAttr(1));
       for (int64_t i = 0; i < tm; ++i) {
         Value sums = plan_.vnni ? s[size_t(i)] : intrinsic("llvm.x86.avx2.pmadd.wd", v8i32, {s[size_t(i)], ones});
         Value c = mlir::memref::LoadOp::create(b_, loc_, corr_, mlir::ValueRange{m[size_t(i)], kb});
         sums = mlir::arith::SubIOp::create(b_, loc_, sums, mlir::vector::BroadcastOp::create(b_, loc_, v8i32, c));
         Value f = mlir::arith::SIToFPOp::create(b_, loc_, v8f32, sums);
-        Value d = mlir::memref::LoadOp::create(b_, loc_, operand(roles_.xd), indices(roles_.xd, m[size_t(i)], c0, kb, c0));
-        if (!d.getType().isF32()) d = mlir::arith::ExtFOp::create(b_, loc_, f32, d);
+        Value d = load_scale(roles_.xd, m[size_t(i)], c0, kb);
         Value sc = mlir::arith::MulFOp::create(b_, loc_, ws, mlir::vector::BroadcastOp::create(b_, loc_, v8f32, d));
         acc[size_t(i)] = mlir::vector::FMAOp::create(b_, loc_, f, sc, acc[size_t(i)]);
       }
@@ -625,7 +629,7 @@ class KernelBuilder {
     if (tm * tn >= 2 && tm * tn <= kLanes && n_last) {
       auto v8f32 = mlir::VectorType::get({kLanes}, b_.getF32Type());
       llvm::SmallVector<Value> v(acc.begin(), acc.end());
-      Value zero = mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(v8f32, b_.getF32FloatAttr(0)));
+      Value zero = splat(v8f32, b_.getF32FloatAttr(0));
       const size_t width = v.size() <= 4 ? 4 : 8;  // up to 4: one 128-bit vector of sums
       while (v.size() < width) v.push_back(zero);
       auto hadd = [&](Value a, Value b) { return intrinsic("llvm.x86.avx.hadd.ps.256", v8f32, {a, b}); };
@@ -637,7 +641,6 @@ class KernelBuilder {
       Value lo = mlir::vector::ShuffleOp::create(b_, loc_, h0, h1, lo_lanes);
       Value hi = mlir::vector::ShuffleOp::create(b_, loc_, h0, h1, hi_lanes);
       Value sums = mlir::arith::AddFOp::create(b_, loc_, lo, hi);  // lane p: accumulator p's sum
-      auto row_t = mlir::VectorType::get({tn}, b_.getF32Type());
       for (int64_t i = 0; i < tm; ++i) {
         Value row = mlir::vector::ExtractStridedSliceOp::create(b_, loc_, sums, llvm::ArrayRef<int64_t>{i * tn},
                                                                 llvm::ArrayRef<int64_t>{tn}, llvm::ArrayRef<int64_t>{1});
