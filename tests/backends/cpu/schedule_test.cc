@@ -48,15 +48,19 @@ std::vector<float> naive_matmul(const std::vector<float>& a, const std::vector<f
 
 // Compiles relu(A @ B) for one ISA, checks it against the naive loop, and
 // returns the schedule script and scheduled IR.
-std::pair<std::string, std::string> check(const IsaCase& c, int64_t M, int64_t K, int64_t N) {
+// The schedule must apply as written (no fallback to plain loops).
+std::pair<std::string, std::string> check(const IsaCase& c, int64_t M, int64_t K, int64_t N, int threads = 1) {
   fs::path dir = fs::temp_directory_path() / ("radix-sched-" + std::to_string(::getpid()) + "-" + c.name);
   fs::remove_all(dir);
   CompileFnOptions o;
   o.compile.codegen.cpu.schedule_isa = c.isa;
+  o.compile.codegen.cpu.threads = threads;
   o.compile.diagnostics.dump = {"schedule-script", "schedule"};
   o.compile.diagnostics.dump_dir = dir.string();
   Shape sa(DType::kF32, {M, K}), sb(DType::kF32, {K, N});
   auto exe = must(compile_fn(cpu(), o, [](Tensor a, Tensor b) { return relu(matmul(a, b)); }, sa, sb));
+  EXPECT_FALSE(exe.executable().stats().schedule_fell_back)
+      << c.name << " " << M << "x" << K << "x" << N << " on " << threads << " threads";
   std::vector<float> a = testing::random_vec<float>(static_cast<size_t>(M * K), -1, 1, 11);
   std::vector<float> b = testing::random_vec<float>(static_cast<size_t>(K * N), -1, 1, 12);
   std::vector<float> want = naive_matmul(a, b, M, K, N);
@@ -65,7 +69,7 @@ std::pair<std::string, std::string> check(const IsaCase& c, int64_t M, int64_t K
   // f32 accumulation over K <= 256 terms of size <= 1 against a double
   // reference: |error| <= K * 2^-24 * sum|a||b| ~ 256 * 6e-8 * 256 ~ 4e-3 worst case.
   EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-4, 2e-4))
-      << c.name << " " << M << "x" << K << "x" << N;
+      << c.name << " " << M << "x" << K << "x" << N << " on " << threads << " threads";
   auto r = std::make_pair(slurp_stage(dir, "schedule-script.mlir"), slurp_stage(dir, "schedule.mlir"));
   fs::remove_all(dir);
   return r;
@@ -99,6 +103,19 @@ TEST(Schedule, PackedMatmulSplitsRowsIntoSixRowTiles) {
       const bool six = c.isa.registers < 32 && s.m != 56;
       EXPECT_EQ(script.find("tile_sizes [6, 1, 0, 0]") != std::string::npos, six) << c.name << " " << s.m;
     }
+}
+
+// Threads shrink the packed blocks' rows so each thread gets two blocks; the
+// smaller block must still be whole register tiles (AVX-512: 200 rows halved
+// to 50 left a 2-row remainder of an 8-row tile, and the op fell back to
+// loops). Rows that are not a power of two, on 2 and 3 threads, every ISA.
+TEST(Schedule, PackedMatmulBlocksForThreadsAreWholeRegisterTiles) {
+  for (const IsaCase& c : kIsas)
+    for (int t : {2, 3})
+      for (int64_t m : {200, 136, 360}) {
+        auto [script, ir] = check(c, m, 384, 256, t);
+        EXPECT_NE(script.find("tile_using_forall"), std::string::npos) << c.name << " " << m << " on " << t;
+      }
 }
 
 TEST(Schedule, RegisterTiledMatmulOnEveryIsa) {

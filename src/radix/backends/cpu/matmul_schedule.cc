@@ -36,6 +36,7 @@ constexpr int64_t kBlockN = 256;
 constexpr std::initializer_list<int64_t> kBlockMAvx512 = {256, 128, 64}, kBlockKAvx512 = {512, 256};
 constexpr std::initializer_list<int64_t> kBlockMAvx2 = {64}, kBlockKAvx2 = {256};
 constexpr int64_t kRegK = 4;
+constexpr int64_t kMinThreadBlockM = 32;  // smallest M block made to give threads work
 constexpr int64_t kPackCopyK = 8;  // K rows per vectorized step of B's packing copy
 // Register tile rows: accumulators = reg_m * kPanelVectors must leave room for
 // the B vectors and the A broadcast: 4 x 2 = 8 of 16 ymm, 8 x 2 = 16 of 32 zmm.
@@ -86,8 +87,9 @@ struct PackBlocks {
 }  // namespace
 
 // The packed schedule's blocks for an M x N x K matmul, or none when no
-// block size divides a dim. With threads, M blocks shrink (to 64) until
-// there are at least two output blocks per thread.
+// block size divides a dim. With threads, M blocks shrink (to the next
+// divisor of M, at least kMinThreadBlockM) until there are at least two
+// output blocks per thread.
 static std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, const VectorIsa& isa, int threads) {
   auto pick = [](int64_t dim, std::initializer_list<int64_t> cands) -> int64_t {
     for (int64_t c : cands)
@@ -110,7 +112,16 @@ static std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, co
   if (!b.n) b.n = divisor(N, panel, kBlockN);
   if (!b.k) b.k = divisor(K, kRegK, wide ? *kBlockKAvx512.begin() : *kBlockKAvx2.begin());
   if (!b.m || !b.n || !b.k || b.n % panel != 0 || b.m % packed_reg_m(isa) != 0 || b.k % kRegK != 0) return std::nullopt;
-  while (threads > 1 && b.m > 64 && (M / b.m) * (N / b.n) < 2 * threads) b.m /= 2;
+  // Threads: smaller M blocks (each still dividing M into whole register
+  // tiles: halving 200 gave 50, which no 8-row tile divides, and the op was
+  // left unvectorized on AVX-512) until each thread has two blocks.
+  while (threads > 1 && b.m > 64 && (M / b.m) * (N / b.n) < 2 * threads) {
+    int64_t next = 0;
+    for (int64_t d = b.m - packed_reg_m(isa); d >= kMinThreadBlockM && !next; d -= packed_reg_m(isa))
+      if (M % d == 0) next = d;
+    if (!next) break;
+    b.m = next;
+  }
   return b;
 }
 
