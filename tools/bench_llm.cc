@@ -498,14 +498,22 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, const WeightKind&
   for (int32_t tok : prompt) one_by_one = must(gen->forward(std::span<const int32_t>(&tok, 1)), tag + ": decode");
   double err = 0, tolerance = 1e-3;
   std::string metric = "max |x-ref|/max(|ref|,1) of the logits";
-  if (wk.quant) {
+  // bf16 weights on an AMD AVX-512 BF16 host: both paths round their
+  // activations to bf16 for vdpbf16ps (CpuOptions::bf16_kernels), and a value
+  // that lands on the other side of a rounding boundary in one of them
+  // (their f32 sums differ in the last bits) differs by a bf16 ulp there:
+  // measured against the largest logit too.
+  const bool bf16_activations =
+      wk.dtype == DType::kBF16 && !wk.quant && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_is("amd");
+  if (wk.quant || bf16_activations) {
     double largest = 0;
     for (float r : ref) largest = std::max(largest, static_cast<double>(std::fabs(r)));
     for (size_t i = 0; i < ref.size(); ++i)
       err = std::max(err, std::fabs(static_cast<double>(one_by_one[i]) - ref[i]) / std::max(largest, 1e-30));
     if (!std::isfinite(largest)) err = NAN;
-    tolerance = 3e-2;
-    metric = "max |x-ref| / max |ref| of the logits (decode rounds activations to int8 blocks)";
+    tolerance = wk.quant ? 3e-2 : 1e-2;
+    metric = wk.quant ? "max |x-ref| / max |ref| of the logits (decode rounds activations to int8 blocks)"
+                      : "max |x-ref| / max |ref| of the logits (both round activations to bf16 for vdpbf16ps)";
   } else {
     err = max_rel_err(one_by_one.data(), ref.data(), ref.size(), 1.0);
   }

@@ -245,9 +245,18 @@ TEST_F(Llama, Bf16WeightsMatchTheReferenceOnRoundedWeights) {
   ref.round_matrices_to_bf16();
   models::LlamaGenerator::Options o = options();
   o.weight_dtype = DType::kBF16;
+  // Exact f32 activations (the bf16 kernels, on by default where the CPU
+  // has AVX-512 BF16, round them: checked below).
+  o.compile.codegen.cpu.bf16_kernels = false;
   auto gen = must(models::LlamaGenerator::load(cpu(), *store_, o));
   EXPECT_EQ(gen->config().weight_dtype, DType::kBF16);
   expect_logits_match(*gen, ref);
+  // With them (on a CPU without AVX-512 BF16 the same exact path): each
+  // product's activations rounded to bf16 (2^-9 relative each) through 5
+  // layers and the classifier, 1e-2 of the largest logit (measured 3e-3).
+  o.compile.codegen.cpu.bf16_kernels = true;
+  auto rounded = must(models::LlamaGenerator::load(cpu(), *store_, o));
+  expect_logits_match(*rounded, ref, 1e-2);
   // f64 activations with bf16 weights is not a supported pairing.
   models::LlamaConfig bad = gen->config();
   bad.dtype = DType::kF64;

@@ -578,6 +578,7 @@ TEST(Schedule, DotProductTilesPrefetchTheNextWeightRows) {
         fs::path dir = fs::temp_directory_path() / ("radix-dotpf-" + std::to_string(::getpid()));
         fs::remove_all(dir);
         CompileFnOptions o;
+        o.compile.codegen.cpu.bf16_kernels = false;  // the f32 schedules' bf16 handling (the AVX-512 BF16 kernels: bf16_kernels_test)
         o.compile.codegen.cpu.threads = threads;
         o.compile.diagnostics.dump = {"bufferize"};
         o.compile.diagnostics.dump_dir = dir.string();
@@ -664,6 +665,7 @@ TEST(Schedule, Bf16WeightPackingTransposesI16Lanes) {
   fs::path dir = fs::temp_directory_path() / ("radix-bf16pack-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   CompileFnOptions o;
+  o.compile.codegen.cpu.bf16_kernels = false;  // the f32 schedules' bf16 handling (the AVX-512 BF16 kernels: bf16_kernels_test)
   o.compile.diagnostics.dump = {"bufferize"};
   o.compile.diagnostics.dump_dir = dir.string();
   const Shape xs(DType::kF32, {M, K}), ws(DType::kBF16, {N, K});
@@ -710,6 +712,7 @@ TEST(Schedule, ShortWeightRowsTakeOneRowPerTileOn16RegisterIsas) {
       fs::path dir = fs::temp_directory_path() / ("radix-shortrows-" + std::to_string(::getpid()));
       fs::remove_all(dir);
       CompileFnOptions o;
+      o.compile.codegen.cpu.bf16_kernels = false;  // the f32 schedules' bf16 handling (the AVX-512 BF16 kernels: bf16_kernels_test)
       o.compile.codegen.cpu.schedule_isa = isa.isa;
       o.compile.diagnostics.dump = {"bufferize"};
       o.compile.diagnostics.dump_dir = dir.string();

@@ -165,7 +165,7 @@ class CpuBackend : public Backend {
     s += ";opt=" + std::to_string(cg.opt_level) + ";vectorize=" + std::to_string(cg.cpu.vectorize) +
          ";approx=" + std::to_string(cg.cpu.approximate_math) + ";isa=" + std::to_string(isa.f32_lanes) + "x" +
          std::to_string(isa.registers) + ";threads=" + std::to_string(resolve_cpu_threads(cg.cpu.threads)) +
-         ";int8=" + std::to_string(cg.cpu.int8_kernels);
+         ";int8=" + std::to_string(cg.cpu.int8_kernels) + ";bf16=" + std::to_string(cg.cpu.bf16_kernels);
     return s;
   }
 

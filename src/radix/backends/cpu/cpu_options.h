@@ -37,6 +37,15 @@ struct CpuOptions {
   // the target CPU has AVX2. false: the vectorized schedule widens their
   // bytes to f32 instead (what CPUs without AVX2 get; a reference).
   bool int8_kernels = true;
+  // Products of f32 activations and bf16 weights read as [n, k] (x · Wᵀ,
+  // K a multiple of 32) as AVX-512 BF16 vdpbf16ps kernels when the target
+  // CPU has avx512bf16 and runs it faster than FMAs (AMD Zen 4 / 5; on
+  // Intel Xeons it ran at half their rate): x is rounded to bf16 (to nearest even, as
+  // llama.cpp and oneDNN do), each pair of products is exact and the sums
+  // are f32 (vdpbf16ps treats bf16 subnormals as zero). About 2x the
+  // multiply-adds per instruction of widening W to f32. false: x stays f32
+  // and W is widened (exact f32 products; what CPUs without avx512bf16 get).
+  bool bf16_kernels = true;
 };
 
 // The thread count `threads` resolves to (0 -> the cores this process may

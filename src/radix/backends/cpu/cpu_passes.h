@@ -57,6 +57,11 @@ std::unique_ptr<mlir::Pass> create_prefetch_next_tile_pass();
 // x86 byte dot products (AVX2 vpmaddubsw + vpmaddwd, or VNNI vpdpbusd).
 std::unique_ptr<mlir::Pass> create_int8_dot_kernels_pass();
 
+// "radix-bf16-dot-kernels": products of f32 activations and bf16 weights the
+// schedule planned for bf16 kernels (radix.bf16_kernel) become loops of
+// AVX-512 BF16 vdpbf16ps (x rounded to bf16 once per product).
+std::unique_ptr<mlir::Pass> create_bf16_dot_kernels_pass();
+
 // "radix-lower-alloca-scopes": memref.alloca_scope becomes stack save /
 // restore around its inlined body (before scf-to-cf splits the body).
 std::unique_ptr<mlir::Pass> create_lower_alloca_scopes_pass();

@@ -54,7 +54,7 @@ const PipelineStage kStages[] = {
      // Before deallocation: stack buffers need none.
      "radix-stack-small-buffers,"
      "buffer-deallocation-pipeline,canonicalize,cse,radix-strided-copies-to-loops,radix-scalar-vector-transfers,"
-     "radix-half-transposes-as-integers,radix-prefetch-next-row,radix-prefetch-next-tile,radix-int8-dot-kernels"},
+     "radix-half-transposes-as-integers,radix-prefetch-next-row,radix-prefetch-next-tile,radix-int8-dot-kernels,radix-bf16-dot-kernels"},
     {"math", "func.func(math-extend-to-supported-types),radix-math-approximation"},
     // Threads first: the schedule's scf.forall loops become scf.parallel and
     // then OpenMP parallel regions (LLVM's libomp at run time), each thread
@@ -98,6 +98,7 @@ void register_cpu_passes() {
     mlir::registerPass(create_prefetch_next_row_pass);
     mlir::registerPass(create_prefetch_next_tile_pass);
     mlir::registerPass(create_int8_dot_kernels_pass);
+    mlir::registerPass(create_bf16_dot_kernels_pass);
     mlir::registerPass(create_fuse_elementwise_pass);
     mlir::registerPass(create_collectives_to_mpi_pass);
     mlir::registerPass(create_custom_calls_pass);
@@ -257,7 +258,9 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
       if (!options.vectorize) continue;
       RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned));
       ScheduleSummary sum;
-      const Int8Target int8 = options.int8_kernels ? int8_target(target_features) : Int8Target{};
+      Int8Target int8 = int8_target(target_features);
+      if (!options.int8_kernels) int8.avx2 = int8.vnni = false;
+      if (!options.bf16_kernels) int8.bf16 = false;
       std::string script =
           build_cpu_schedule(module, options.schedule_isa, resolve_cpu_threads(options.threads), &sum, int8);
       if (!script.empty()) {

@@ -498,6 +498,28 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   return std::vector<int64_t>{tm, tn, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0, interleaved ? 1 : 0};
 }
 
+// f32 activations times bf16 weights [n, k] on AVX-512 BF16 targets: the
+// radix-bf16-dot-kernels pass (after bufferization) rounds x to bf16 once
+// and runs vdpbf16ps dot products, 32 products per instruction where the
+// packed and dot-product schedules widen W to f32 for 16. Tiles of tm rows
+// of x by tn rows of W, tm * tn <= 16 accumulators (of 32 zmm registers),
+// each a power of two (their sums are combined as a shuffle tree); weight-row
+// tiles split over the threads like the other dot products.
+std::optional<std::vector<int64_t>> bf16_kernel_plan(mlir::linalg::LinalgOp op, int threads, const Int8Target& host) {
+  if (!host.bf16 || !llvm::isa<mlir::linalg::MatmulOp>(op.getOperation()) || !all_static(op) || !b_transposed(op))
+    return std::nullopt;
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1) return std::nullopt;
+  auto et = [&](unsigned i) { return llvm::cast<mlir::ShapedType>(op->getOperand(i).getType()).getElementType(); };
+  if (!et(0).isF32() || !et(1).isBF16() || !et(2).isF32()) return std::nullopt;
+  llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  const int64_t M = r[0], N = r[1], K = r[2];
+  if (K % 32 != 0) return std::nullopt;
+  const int64_t tm = largest_divisor(M, {4, 2, 1});
+  const int64_t tn = tm == 4 ? largest_divisor(N, {4, 2, 1}) : largest_divisor(N, {8, 4, 2, 1});
+  const bool parallel = threads > 1 && N / tn >= threads && M * N * K >= min_dot_work(M);
+  return std::vector<int64_t>{tm, tn, parallel ? 1 : 0};
+}
+
 void int8_outputs_without_fills(mlir::ModuleOp module, int threads, const Int8Target& host) {
   llvm::SmallVector<mlir::linalg::LinalgOp> ops;
   module.walk([&](mlir::linalg::LinalgOp op) {

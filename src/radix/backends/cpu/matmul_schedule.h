@@ -25,6 +25,13 @@ inline constexpr const char* kInt8KernelAttr = "radix.int8_kernel";
 // an empty tensor (see int8_outputs_without_fills): the kernel stores its
 // sums instead of adding them to the output.
 inline constexpr const char* kInt8OverwriteAttr = "radix.int8_overwrite";
+// Set on an f32 x bf16 product for the radix-bf16-dot-kernels pass: its plan
+// [tm, tn, parallel].
+inline constexpr const char* kBf16KernelAttr = "radix.bf16_kernel";
+
+// The bf16 kernel plan of a linalg.matmul of f32 x [m, k] and bf16 W [n, k]
+// (K a multiple of 32) on a target with AVX-512 BF16, or none.
+std::optional<std::vector<int64_t>> bf16_kernel_plan(mlir::linalg::LinalgOp op, int threads, const Int8Target& host);
 
 // Every product that gets an integer-kernel plan and whose init is a zero
 // fill gets an empty init instead, marked kInt8OverwriteAttr, and fills

@@ -497,10 +497,18 @@ VectorIsa host_vector_isa() {
   return isa;
 }
 
+// Whether vdpbf16ps outruns f32 FMAs on this CPU (LLVM's name for it):
+// radix_bench_isa's multiply-accumulates per second, one core, FMA /
+// vdpbf16ps: AMD Zen 5 103 / 191 G (1.85x), an Intel Xeon of family 6
+// model 207 (Emerald Rapids) 87 / 42 G (0.48x: there bf16 weights are
+// widened into FMAs instead). AMD's Zen 4 and 5 run it on their FMA pipes.
+static bool fast_bf16_dot(std::string_view cpu) { return cpu.substr(0, 5) == "znver"; }
+
 Int8Target int8_target(std::string_view target_features) {
   if (target_features.empty()) {
     llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
-    return Int8Target{f.lookup("avx2"), f.lookup("avxvnni") || (f.lookup("avx512vnni") && f.lookup("avx512vl"))};
+    return Int8Target{f.lookup("avx2"), f.lookup("avxvnni") || (f.lookup("avx512vnni") && f.lookup("avx512vl")),
+                      f.lookup("avx512bf16") && f.lookup("avx512f") && fast_bf16_dot(llvm::sys::getHostCPUName())};
   }
   const size_t space = target_features.find(' ');
   std::string s = "," + std::string(target_features.substr(space == std::string_view::npos ? target_features.size() : space + 1)) + ",";
@@ -512,7 +520,8 @@ Int8Target int8_target(std::string_view target_features) {
     for (llvm::StringRef f : implied) s += f.str() + ",";
   }
   auto has = [&](const char* f) { return s.find(std::string(",+") + f + ",") != std::string::npos; };
-  return Int8Target{has("avx2"), has("avxvnni") || (has("avx512vnni") && has("avx512vl"))};
+  return Int8Target{has("avx2"), has("avxvnni") || (has("avx512vnni") && has("avx512vl")),
+                    has("avx512bf16") && has("avx512f") && fast_bf16_dot(target_features.substr(0, space))};
 }
 
 std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested, int threads,
@@ -556,6 +565,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
     llvm::DenseMap<mlir::Operation*, size_t> fusion_of_consumer, fusion_at;
     llvm::DenseSet<mlir::Operation*> fused_away;
     fn.walk([&](mlir::linalg::MatmulOp mm) {
+      if (bf16_kernel_plan(mm, threads, int8)) return;  // the radix-bf16-dot-kernels pass's
       std::optional<ConsumerFusion> f = consumer_fusion(mm, isa);
       if (!f) return;
       mlir::Operation* e = f->consumer.getOperation();
@@ -627,6 +637,12 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
       const std::string id = handle(sid);  // the handle match() gives op
       auto match = [&] { mark(op.getOperation()); };
       llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      if (std::optional<std::vector<int64_t>> plan = bf16_kernel_plan(op, threads, int8)) {
+        op->setAttr(kBf16KernelAttr, b.getDenseI64ArrayAttr(*plan));
+        ++sum.matmuls;
+        if ((*plan)[2]) ++sum.parallel;
+        return;
+      }
       if (std::optional<std::vector<int64_t>> plan = int8_kernel_plan(op, threads, int8)) {
         op->setAttr(kInt8KernelAttr, b.getDenseI64ArrayAttr(*plan));
         ++sum.matmuls;

@@ -61,6 +61,7 @@ VectorIsa host_vector_isa();
 struct Int8Target {
   bool avx2 = false;  // vpmaddubsw + vpmaddwd
   bool vnni = false;  // vpdpbusd on 256-bit vectors (AVX-512 VNNI + VL, or AVX-VNNI)
+  bool bf16 = false;  // vdpbf16ps on 512-bit vectors (AVX-512 BF16, where it outruns FMAs): radix-bf16-dot-kernels
 };
 // From resolve_target_cpu's "cpu +feature,-feature,..." (empty: the host).
 Int8Target int8_target(std::string_view target_features);
