@@ -26,6 +26,7 @@
 #include <optional>
 #include <vector>
 
+#include "llvm/Support/MathExtras.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -65,7 +66,8 @@ class Bf16KernelBuilder {
     if (r.size() != 3 || !lin.hasPureBufferSemantics() || op_.getNumDpsInputs() != 2) return false;
     const int64_t M = r[0], N = r[1], K = r[2];
     const int64_t tm = plan_.tm, tn = plan_.tn;
-    if (K % kStep != 0 || M % tm != 0 || N % tn != 0 || !power_of_two(tm * tn) || tm * tn > kLanes) return false;
+    if (K % kStep != 0 || M % tm != 0 || N % tn != 0) return false;
+    if (!llvm::isPowerOf2_64(static_cast<uint64_t>(tm * tn)) || tm * tn > kLanes) return false;
     for (Value v : op_->getOperands()) {
       auto mt = llvm::dyn_cast<mlir::MemRefType>(v.getType());
       if (!mt || !mt.isLastDimUnitStride()) return false;
@@ -113,8 +115,6 @@ class Bf16KernelBuilder {
   }
 
  private:
-  static bool power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
-
   Value idx(int64_t v) { return mlir::arith::ConstantIndexOp::create(b_, loc_, v); }
 
   // Operand `i`'s indices at loop indices (m, n, k), through its indexing
