@@ -272,15 +272,26 @@ TEST(Quant, DecodeStepRunsIntegerDotProducts) {
     const std::string ir = testing::stage_dump(dir.path(), "bufferize.mlir");
     const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
     EXPECT_EQ(ir.find("radix.int8_dot"), std::string::npos) << "the product was not replaced: " << ir;
-    if (host.vnni) {
+    if (host.vnni512) {
+      // Two blocks per 512-bit vpdpbusd.
+      EXPECT_TRUE(std::regex_search(asm_text, std::regex("vpdpbusd\\s+%zmm"))) << asm_text;
+    } else if (host.vnni) {
       EXPECT_NE(asm_text.find("vpdpbusd"), std::string::npos) << asm_text;
     } else {
       EXPECT_NE(asm_text.find("vpmaddubsw"), std::string::npos) << asm_text;
       EXPECT_NE(asm_text.find("vpmaddwd"), std::string::npos) << asm_text;
     }
-    // The sign trick (|w| times x with w's sign) for signed weights; Q4_0's
-    // nibbles are unsigned as they are.
-    if (f != QuantFormat::kQ4_0) EXPECT_NE(asm_text.find("vpsignb"), std::string::npos) << asm_text;
+    // The sign trick (|w| times x with w's sign) for signed weights: vpsignb,
+    // or on 512-bit vectors (no vpsignb) |w| and x negated under a mask of
+    // w's sign bits; Q4_0's nibbles are unsigned as they are.
+    if (f != QuantFormat::kQ4_0) {
+      if (host.vnni512) {
+        EXPECT_TRUE(std::regex_search(asm_text, std::regex("vpabsb\\s+%zmm"))) << asm_text;
+        EXPECT_NE(asm_text.find("vpmovb2m"), std::string::npos) << asm_text;
+      } else {
+        EXPECT_NE(asm_text.find("vpsignb"), std::string::npos) << asm_text;
+      }
+    }
     // Each step prefetches the next tile's weight rows into L2.
     EXPECT_NE(asm_text.find("prefetcht1"), std::string::npos) << asm_text;
   }
@@ -302,6 +313,29 @@ TEST(Quant, Q4PromptUsesVnniWhereTheTargetHasIt) {
   EXPECT_NE(asm_text.find("vpdpbusd"), std::string::npos) << asm_text;
   EXPECT_NE(asm_text.find("vpbroadcastd"), std::string::npos) << asm_text;
   EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
+}
+
+// Compiled for Zen 4 with a 16-lane schedule (not run: any host), a decode
+// step's products take two blocks per 512-bit vpdpbusd for every format;
+// with an 8-lane schedule they stay 256-bit.
+TEST(Quant, DecodeStepUses512BitVnniWhereTheTargetHasIt) {
+  for (QuantFormat f : kFormats)
+    for (int lanes : {16, 8}) {
+      SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(lanes) + " lanes");
+      DumpDir dir(std::string("decode-vnni512-") + name(f) + std::to_string(lanes));
+      io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, 75), 64, 256);
+      CompileFnOptions o;
+      o.compile.codegen.target_cpu = "znver4";
+      o.compile.codegen.cpu.schedule_isa = VectorIsa{lanes, lanes == 16 ? 32 : 16};
+      o.compile.diagnostics.dump = {"asm"};
+      o.compile.diagnostics.dump_dir = dir.path().string();
+      auto exe = compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
+                            Shape(DType::kF32, {1, 256}), q.values_shape, q.scales_shape);
+      if (!exe.ok()) GTEST_SKIP() << "cannot compile for znver4 here: " << exe.status().message();
+      const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
+      EXPECT_EQ(std::regex_search(asm_text, std::regex("vpdpbusd\\s+%zmm")), lanes == 16) << asm_text;
+      EXPECT_TRUE(std::regex_search(asm_text, std::regex("vpdpbusd\\s+%ymm")) || lanes == 16) << asm_text;
+    }
 }
 
 TEST(Quant, LeadingAxesAndDequantize) {

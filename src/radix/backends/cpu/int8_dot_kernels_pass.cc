@@ -1,7 +1,7 @@
 // "radix-int8-dot-kernels": the integer-activation quantized products
 // (trace/ops_quant.cc, marked radix.int8_dot with their format) that the
 // schedule planned for integer kernels (radix.int8_kernel = [tm, tn,
-// parallel, vnni, blocked, interleaved]) become loops of x86 integer dot products.
+// parallel, vnni, blocked, interleaved, wide]) become loops of x86 integer dot products.
 //
 // Such a product is y[m, n] += Σ_kb xd[m, kb] * wd[n, kb] * Σ_j xq[m, kb, j]
 // * wq[n, kb, j] over blocks of 32 bytes. The vectorizer would widen every
@@ -54,6 +54,11 @@
 // Measured on Zen 3, one process, medians of 9: stories110M Q4_0 prefill
 // 128 tokens 298 -> 507 tok/s on one core, 348 -> 739 on two; stories15M
 // (k = 288, until then dequantized) 3045 -> 4527 and 6381 -> 9935.
+//
+// Wide (AVX-512 VNNI + BW, a 16-lane schedule; not the interleaved
+// tiles): two consecutive blocks share a 512-bit register (emit_block_pairs),
+// so each vpdpbusd, conversion and multiply-add covers 64 products instead
+// of 32; the accumulators are 16 lanes, folded to 8 after the pairs.
 //
 // Operands are read through the op's own
 // indexing maps, so a product with or without its m loop, and x's halves
@@ -112,6 +117,8 @@ struct Plan {
   // Q4_0 prompts: W's rows in the accumulators' lanes (see
   // emit_interleaved_tile); tn is 8.
   bool interleaved = false;
+  // 512-bit vpdpbusd over pairs of blocks (emit_block_pairs).
+  bool wide = false;
   // Store the sums (the output is undefined before), don't add them.
   bool overwrite = false;
 };
@@ -328,7 +335,24 @@ class KernelBuilder {
       sub(fill_scales(m, n, 0, whole, unroll));
       if (whole < KB) sub(fill_scales(m, n, whole, KB, 1));
     }
-    acc = emit_blocks(m, n, 0, whole, unroll, acc);
+    if (plan_.wide && unroll >= 2) {
+      // The pairs in 16-lane accumulators, then each one's halves added
+      // into its 8-lane accumulator (lane by lane: only the sum matters).
+      auto v16f32 = mlir::VectorType::get({2 * kLanes}, b_.getF32Type());
+      llvm::SmallVector<Value> wide(acc.size(), splat(v16f32, b_.getF32FloatAttr(0)));
+      wide = emit_block_pairs(m, n, whole, unroll, wide);
+      for (size_t p = 0; p < acc.size(); ++p) {
+        Value halves[2];
+        for (int64_t h = 0; h < 2; ++h)
+          halves[h] = mlir::vector::ExtractStridedSliceOp::create(b_, loc_, wide[p], llvm::ArrayRef<int64_t>{h * kLanes},
+                                                                  llvm::ArrayRef<int64_t>{kLanes},
+                                                                  llvm::ArrayRef<int64_t>{1});
+        acc[p] = mlir::arith::AddFOp::create(b_, loc_, acc[p],
+                                             mlir::arith::AddFOp::create(b_, loc_, halves[0], halves[1]));
+      }
+    } else {
+      acc = emit_blocks(m, n, 0, whole, unroll, acc);
+    }
     if (whole < KB) acc = emit_blocks(m, n, whole, KB, 1, acc);
     store_sums(m, n, acc);
   }
@@ -589,6 +613,121 @@ class KernelBuilder {
     return llvm::SmallVector<Value>(blocks.getResults().begin(), blocks.getResults().end());
   }
 
+  // The wide form of emit_blocks: blocks [0, to) in steps of `unroll` (even),
+  // two blocks (kb, kb + 1) per 512-bit register: x's and W's 64 bytes, one
+  // vpdpbusd giving block kb's eight partial sums in lanes 0-7 and block
+  // kb + 1's in lanes 8-15, one conversion, and one multiply-add by a vector
+  // holding the two blocks' scale products (lanes 0-7 and 8-15: one
+  // permute). Q8_0 / int8's signed weights: |w| (vpabsb) times x negated
+  // where w < 0 (a compare into a mask and a masked subtract, as AVX-512 has
+  // no vpsignb). Q4_0: the two blocks' 16 bytes each spread over two 128-bit
+  // lanes (one permute), the upper one's shifted by 4 and the nibbles masked,
+  // as in `nibbles`. Accumulates into `init` (tm x tn vectors of 16 f32
+  // lanes); returns the sums.
+  llvm::SmallVector<Value> emit_block_pairs(const std::vector<Value>& m, const std::vector<Value>& n, int64_t to,
+                                            int64_t unroll, llvm::ArrayRef<Value> init) {
+    const int64_t tm = plan_.tm, tn = plan_.tn;
+    const bool q4 = roles_.x_hi >= 0;
+    constexpr int64_t kWide = 2 * kLanes;  // f32 / i32 lanes of a 512-bit register
+    auto v16f32 = mlir::VectorType::get({kWide}, b_.getF32Type());
+    auto v16i32 = mlir::VectorType::get({kWide}, b_.getI32Type());
+    auto v64i8 = mlir::VectorType::get({2 * kBlock}, b_.getI8Type());
+    Value c0 = idx(0);
+    auto zero32 = [&] { return splat(v16i32, b_.getI32IntegerAttr(0)); };
+    auto dot512 = [&](Value a, Value s) { return intrinsic("llvm.x86.avx512.vpdpbusd.512", v16i32, {zero32(), a, s}); };
+    // Concatenates equal-length vectors.
+    auto cat = [&](Value a, Value b) {
+      const int64_t len = llvm::cast<mlir::VectorType>(a.getType()).getNumElements();
+      llvm::SmallVector<int64_t> mask;
+      for (int64_t i = 0; i < 2 * len; ++i) mask.push_back(i);
+      return mlir::vector::ShuffleOp::create(b_, loc_, a, b, mask).getResult();
+    };
+    auto blocks = mlir::scf::ForOp::create(b_, loc_, idx(0), idx(to), idx(unroll), init);
+    mlir::OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(blocks.getBody());
+    Value kb0 = blocks.getInductionVar();
+    if (!plan_.blocked) prefetch_next_rows(n, kb0, unroll);
+    std::vector<std::vector<Value>> scale(static_cast<size_t>(tm), std::vector<Value>(static_cast<size_t>(tn)));
+    for (int64_t i = 0; i < tm && !scale_buf_; ++i) {
+      Value xs = load_scales(roles_.xd, unroll, m[size_t(i)], c0, kb0, c0);
+      for (int64_t j = 0; j < tn; ++j)
+        scale[size_t(i)][size_t(j)] =
+            roles_.wd >= 0
+                ? mlir::arith::MulFOp::create(b_, loc_, xs, load_scales(roles_.wd, unroll, c0, n[size_t(j)], kb0, c0))
+                      .getResult()
+                : xs;
+    }
+    // Lanes 0-7 lane u of v, lanes 8-15 lane u + 1.
+    auto pair_lanes = [&](Value v, int64_t u) {
+      llvm::SmallVector<int64_t> mask;
+      for (int64_t l = 0; l < kWide; ++l) mask.push_back(u + l / kLanes);
+      return mlir::vector::ShuffleOp::create(b_, loc_, v, v, mask).getResult();
+    };
+    llvm::SmallVector<int32_t> shift(kWide, 0);
+    for (int64_t l = 0; l < kWide; ++l) shift[size_t(l)] = (l / (kLanes / 2)) % 2 ? 4 : 0;
+    llvm::SmallVector<Value> acc(blocks.getRegionIterArgs().begin(), blocks.getRegionIterArgs().end());
+    for (int64_t u = 0; u < unroll; u += 2) {
+      Value kb = u ? mlir::arith::AddIOp::create(b_, loc_, kb0, idx(u)).getResult() : kb0;
+      Value kb1 = mlir::arith::AddIOp::create(b_, loc_, kb0, idx(u + 1));
+      std::vector<Value> x(static_cast<size_t>(tm)), x8(static_cast<size_t>(tm));
+      for (int64_t i = 0; i < tm; ++i) {
+        Value mi = m[size_t(i)];
+        if (!q4) {
+          x[size_t(i)] = cat(load_vector(roles_.x, kBlock, mi, c0, kb, c0), load_vector(roles_.x, kBlock, mi, c0, kb1, c0));
+          continue;
+        }
+        auto half = [&](int role, Value k) { return load_vector(role, kBlock / 2, mi, c0, k, c0); };
+        x[size_t(i)] = cat(cat(half(roles_.x, kb), half(roles_.x_hi, kb)), cat(half(roles_.x, kb1), half(roles_.x_hi, kb1)));
+        if (!corr_) x8[size_t(i)] = dot512(i8_splat(2 * kBlock, 8), x[size_t(i)]);
+      }
+      for (int64_t j = 0; j < tn; ++j) {
+        Value nj = n[size_t(j)];
+        Value w, aw;
+        if (q4) {
+          // [lo, lo, hi, hi] 128-bit lanes of the two blocks' 32 bytes, the
+          // second of each pair shifted down by 4, then the nibbles.
+          Value bytes = cat(load_vector(roles_.w, kBlock / 2, c0, nj, kb, c0), load_vector(roles_.w, kBlock / 2, c0, nj, kb1, c0));
+          llvm::SmallVector<int64_t> spread;
+          for (int64_t l = 0; l < 2 * kBlock; ++l) spread.push_back((l / kBlock) * (kBlock / 2) + l % (kBlock / 2));
+          Value both = mlir::vector::ShuffleOp::create(b_, loc_, bytes, bytes, spread);
+          Value shifts = mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(v16i32, llvm::ArrayRef<int32_t>(shift)));
+          Value words = mlir::vector::BitCastOp::create(b_, loc_, v16i32, both);
+          Value shifted = mlir::vector::BitCastOp::create(b_, loc_, v64i8, mlir::arith::ShRUIOp::create(b_, loc_, words, shifts));
+          w = aw = mlir::arith::AndIOp::create(b_, loc_, shifted, i8_splat(2 * kBlock, 15));
+        } else {
+          w = cat(load_vector(roles_.w, kBlock, c0, nj, kb, c0), load_vector(roles_.w, kBlock, c0, nj, kb1, c0));
+          aw = mlir::math::AbsIOp::create(b_, loc_, w);
+        }
+        Value negative;
+        if (!q4)
+          negative = mlir::arith::CmpIOp::create(b_, loc_, mlir::arith::CmpIPredicate::slt, w, i8_splat(2 * kBlock, 0));
+        for (int64_t i = 0; i < tm; ++i) {
+          Value xi = x[size_t(i)], sums;
+          if (q4) {
+            sums = dot512(aw, xi);
+            if (!corr_) sums = mlir::arith::SubIOp::create(b_, loc_, sums, x8[size_t(i)]);
+          } else {
+            Value neg = mlir::arith::SubIOp::create(b_, loc_, i8_splat(2 * kBlock, 0), xi);
+            sums = dot512(aw, mlir::arith::SelectOp::create(b_, loc_, negative, neg, xi));
+          }
+          Value f = mlir::arith::SIToFPOp::create(b_, loc_, v16f32, sums);
+          Value sv;
+          if (scale_buf_) {
+            Value two = mlir::vector::LoadOp::create(b_, loc_, mlir::VectorType::get({2}, b_.getF32Type()), scale_buf_,
+                                                     mlir::ValueRange{idx(i * tn + j), kb});
+            sv = pair_lanes(two, 0);
+          } else {
+            sv = pair_lanes(scale[size_t(i)][size_t(j)], u);
+          }
+          Value& a = acc[size_t(i * tn + j)];
+          a = mlir::vector::FMAOp::create(b_, loc_, f, sv, a);
+        }
+      }
+    }
+    mlir::scf::YieldOp::create(b_, loc_, acc);
+    return llvm::SmallVector<Value>(blocks.getResults().begin(), blocks.getResults().end());
+  }
+
   // Prefetches into L2 the bytes and scales of the blocks [kb0, kb0 + unroll)
   // of the next tile's weight rows (clamped to the last row), one prefetch
   // per cache line. Why: a tile reads tn row streams at once, short ones
@@ -704,9 +843,9 @@ class Int8DotKernelsPass : public mlir::PassWrapper<Int8DotKernelsPass, mlir::Op
       g->removeAttr(kInt8OverwriteAttr);
       std::optional<Roles> roles = format ? roles_of(format.getValue()) : std::nullopt;
       bool built = false;
-      if (plan_attr && plan_attr.size() == 6 && roles) {
+      if (plan_attr && plan_attr.size() == 7 && roles) {
         llvm::ArrayRef<int64_t> p = plan_attr.asArrayRef();
-        const Plan plan{p[0], p[1], p[2] != 0, p[3] != 0, p[4] != 0, p[5] != 0, overwrite};
+        const Plan plan{p[0], p[1], p[2] != 0, p[3] != 0, p[4] != 0, p[5] != 0, p[6] != 0, overwrite};
         if (plan.tm >= 1 && plan.tn >= 1) built = KernelBuilder(g, *roles, plan).build();
       }
       if (!built && overwrite) {

@@ -437,13 +437,14 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
 // (after bufferization) on hosts with AVX2: its 32-byte blocks are integer
 // dot products there (vpmaddubsw + vpmaddwd, or VNNI's vpdpbusd), which the
 // vectorizer would widen to i32 lane by lane instead. The plan it gets:
-// [tm, tn, parallel, vnni, blocked, interleaved] — tn weight rows x tm activation rows
+// [tm, tn, parallel, vnni, blocked, interleaved, wide] — tn weight rows x tm activation rows
 // of 8-lane accumulators (within 3/4 of AVX2's 16 registers), the
 // weight-row tiles split over the threads when the product is large enough
 // (the dot-product threshold), vpdpbusd where the host has AVX-512 VNNI
 // with 256-bit vectors (VL) or AVX-VNNI, and `blocked` for more than
 // kInt8BlockedMinRows activation rows (a prompt: see the pass), and
-// `interleaved` for Q4_0 prompts with N a multiple of 8.
+// `interleaved` for Q4_0 prompts with N a multiple of 8, `wide` for
+// 512-bit vpdpbusd (AVX-512 VNNI + BW, a 16-lane schedule).
 //
 // Byte weights (int8, Q8_0) take one weight row per tile: tiles of 4 rows,
 // 4 row streams read side by side, fell to a third of the read rate once the
@@ -495,7 +496,11 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
     tn = 8;
   }
   const bool parallel = threads > 1 && N / tn >= threads && M * N * K >= min_dot_work(M);
-  return std::vector<int64_t>{tm, tn, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0, interleaved ? 1 : 0};
+  // 512-bit vpdpbusd, two blocks per instruction (not for the interleaved
+  // tiles, whose lanes are 8 weight rows).
+  const bool wide = host.vnni512 && !interleaved;
+  return std::vector<int64_t>{tm,         tn, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0, interleaved ? 1 : 0,
+                              wide ? 1 : 0};
 }
 
 // f32 activations times bf16 weights [n, k] on AVX-512 BF16 targets: the

@@ -19,7 +19,7 @@
 namespace radix::cpu_schedule {
 
 // Set on an integer-kernel product: its plan [tm, tn, parallel, vnni, blocked,
-// interleaved] (read by the radix-int8-dot-kernels pass).
+// interleaved, wide] (read by the radix-int8-dot-kernels pass).
 inline constexpr const char* kInt8KernelAttr = "radix.int8_kernel";
 // Set on an integer-kernel product whose init was a zero fill, replaced by
 // an empty tensor (see int8_outputs_without_fills): the kernel stores its

@@ -508,7 +508,8 @@ Int8Target int8_target(std::string_view target_features) {
   if (target_features.empty()) {
     llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
     return Int8Target{f.lookup("avx2"), f.lookup("avxvnni") || (f.lookup("avx512vnni") && f.lookup("avx512vl")),
-                      f.lookup("avx512bf16") && f.lookup("avx512f") && fast_bf16_dot(llvm::sys::getHostCPUName())};
+                      f.lookup("avx512bf16") && f.lookup("avx512f") && fast_bf16_dot(llvm::sys::getHostCPUName()),
+                      f.lookup("avx512vnni") && f.lookup("avx512bw") && f.lookup("avx512f")};
   }
   const size_t space = target_features.find(' ');
   std::string s = "," + std::string(target_features.substr(space == std::string_view::npos ? target_features.size() : space + 1)) + ",";
@@ -521,11 +522,12 @@ Int8Target int8_target(std::string_view target_features) {
   }
   auto has = [&](const char* f) { return s.find(std::string(",+") + f + ",") != std::string::npos; };
   return Int8Target{has("avx2"), has("avxvnni") || (has("avx512vnni") && has("avx512vl")),
-                    has("avx512bf16") && has("avx512f") && fast_bf16_dot(target_features.substr(0, space))};
+                    has("avx512bf16") && has("avx512f") && fast_bf16_dot(target_features.substr(0, space)),
+                    has("avx512vnni") && has("avx512bw") && has("avx512f")};
 }
 
 std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested, int threads,
-                               ScheduleSummary* summary, const Int8Target& int8) {
+                               ScheduleSummary* summary, const Int8Target& host_int8) {
   ScheduleSummary sum;
   std::ostringstream body;
   int sid = 0;
@@ -533,6 +535,11 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
   VectorIsa isa = host_vector_isa();
   if (requested.f32_lanes > 0) isa.f32_lanes = requested.f32_lanes;
   if (requested.registers > 0) isa.registers = requested.registers;
+  // The integer kernels' 512-bit form goes with a 16-lane schedule: a
+  // narrower schedule_isa (the tests' AVX2 / SSE tilings on an AVX-512 host)
+  // keeps them at 256 bits.
+  Int8Target int8 = host_int8;
+  if (isa.f32_lanes < 16) int8.vnni512 = false;
 
   // Marks `m` with the next schedule id and matches it as %op<id> (its handle,
   // `handle(id)`); returns the id.
