@@ -131,7 +131,10 @@ TEST(Quant, ProductsMatchDequantizedReference) {
   // 4-row tiles of x over 9 blocks (stories15M's k), 3-, 2- and 1-row tiles
   // (m = 30, 22, 17), one block, 8 and 40 weight rows; past the k whose
   // rewritten rows fit the stack cap (32768), the row-per-accumulator form.
-  for (Mnk s : {Mnk{128, 16, 288}, Mnk{30, 40, 96}, Mnk{22, 8, 64}, Mnk{17, 24, 32}, Mnk{24, 8, 1024}, Mnk{20, 8, 32800}})
+  // On AVX-512 VNNI hosts (16-lane schedules), n a multiple of 16 takes
+  // tiles of 16 rows (n = 16, 48), up to k = 16384 (16416: 8-row tiles).
+  for (Mnk s : {Mnk{128, 16, 288}, Mnk{30, 40, 96}, Mnk{22, 8, 64}, Mnk{17, 24, 32}, Mnk{24, 8, 1024},
+                Mnk{20, 8, 32800}, Mnk{20, 48, 544}, Mnk{17, 16, 16416}})
     check_product(QuantFormat::kQ4_0, s.m, s.n, s.k, 1);
   // int8 per channel takes any k, including odd ones no vector width divides.
   check_product(QuantFormat::kInt8PerChannel, 2, 5, 7, 1);
@@ -145,6 +148,30 @@ TEST(Quant, ProductsOnTwoThreads) {
     check_product(f, 64, 256, 512, 2);
   }
   check_product(QuantFormat::kQ4_0, 36, 128, 288, 2);
+}
+
+// A prompt times a wide weight matrix on one thread (stories15M's
+// classifier over a prompt: 4000 tiles of 8 Q4_0 weight rows; Q8_0 at
+// k = 512, 16000 tiles of 2 rows): each tile's stack buffers are allocated
+// once before the sequential tile loop, not once per tile (they were, and
+// 8-9 MiB of them overflowed the 8 MiB stack).
+TEST(Quant, LongPromptOnOneThreadKeepsTheStackFlat) {
+  const int64_t m = 20, n = 32000;
+  for (QuantFormat f : {QuantFormat::kQ4_0, QuantFormat::kQ8_0}) {
+    const int64_t k = f == QuantFormat::kQ4_0 ? 288 : 512;
+    SCOPED_TRACE(name(f));
+    ASSERT_TRUE(quantized_matmul_in_registers(f, m, n, k, QuantizedMatmulOptions{}));
+    std::vector<float> x = testing::random_vec<float>(size_t(m * k), -1, 1, 76);
+    io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(size_t(n * k), -1, 1, 77), n, k);
+    CompileFnOptions o;
+    o.compile.codegen.cpu.threads = 1;
+    auto exe = must(compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
+                               Shape(DType::kF32, {m, k}), q.values_shape, q.scales_shape));
+    Buffer out = must(exe.call(must(cpu().buffer(Shape(DType::kF32, {m, k}), x)), device(q.values_shape, q.values),
+                               device(q.scales_shape, q.scales)));
+    EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), reference(int8_blocks(x), io::dequantize(q), m, n, k),
+                                   1e-5, 2e-6 * double(k)));
+  }
 }
 
 // A Q4_0 prompt's product on an AVX2 host runs with the weight rows in the
@@ -274,7 +301,7 @@ TEST(Quant, DecodeStepRunsIntegerDotProducts) {
     EXPECT_EQ(ir.find("radix.int8_dot"), std::string::npos) << "the product was not replaced: " << ir;
     if (host.vnni512) {
       // Two blocks per 512-bit vpdpbusd.
-      EXPECT_TRUE(std::regex_search(asm_text, std::regex("vpdpbusd\\s+%zmm"))) << asm_text;
+      EXPECT_TRUE(std::regex_search(asm_text, std::regex("vpdpbusd[^\\n]*%zmm"))) << asm_text;
     } else if (host.vnni) {
       EXPECT_NE(asm_text.find("vpdpbusd"), std::string::npos) << asm_text;
     } else {
@@ -298,21 +325,28 @@ TEST(Quant, DecodeStepRunsIntegerDotProducts) {
 }
 
 // On a VNNI CPU (compiled for Zen 4, not run) the interleaved Q4_0 prompt
-// kernel sums each group with vpdpbusd into i32 (no vpmaddubsw / vpmaddwd).
+// kernel sums each group with vpdpbusd into i32 (no vpmaddubsw / vpmaddwd):
+// 512-bit, 16 weight rows per tile, with a 16-lane schedule; 256-bit, 8
+// rows, with an 8-lane one.
 TEST(Quant, Q4PromptUsesVnniWhereTheTargetHasIt) {
-  DumpDir dir("prompt-vnni");
   io::QuantizedMatrix q = quantize(QuantFormat::kQ4_0, testing::random_vec<float>(64 * 256, -1, 1, 74), 64, 256);
-  CompileFnOptions o;
-  o.compile.codegen.target_cpu = "znver4";
-  o.compile.diagnostics.dump = {"asm"};
-  o.compile.diagnostics.dump_dir = dir.path().string();
-  auto exe = compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
-                        Shape(DType::kF32, {64, 256}), q.values_shape, q.scales_shape);
-  if (!exe.ok()) GTEST_SKIP() << "cannot compile for znver4 here: " << exe.status().message();
-  const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
-  EXPECT_NE(asm_text.find("vpdpbusd"), std::string::npos) << asm_text;
-  EXPECT_NE(asm_text.find("vpbroadcastd"), std::string::npos) << asm_text;
-  EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
+  for (int lanes : {16, 8}) {
+    SCOPED_TRACE(std::to_string(lanes) + " lanes");
+    DumpDir dir("prompt-vnni" + std::to_string(lanes));
+    CompileFnOptions o;
+    o.compile.codegen.target_cpu = "znver4";
+    o.compile.codegen.cpu.schedule_isa = VectorIsa{lanes, lanes == 16 ? 32 : 16};
+    o.compile.diagnostics.dump = {"asm"};
+    o.compile.diagnostics.dump_dir = dir.path().string();
+    auto exe = compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
+                          Shape(DType::kF32, {64, 256}), q.values_shape, q.scales_shape);
+    if (!exe.ok()) GTEST_SKIP() << "cannot compile for znver4 here: " << exe.status().message();
+    const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
+    EXPECT_TRUE(std::regex_search(asm_text, std::regex(lanes == 16 ? "vpdpbusd[^\\n]*%zmm" : "vpdpbusd[^\\n]*%ymm")))
+        << asm_text;
+    EXPECT_NE(asm_text.find("vpbroadcastd"), std::string::npos) << asm_text;
+    EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
+  }
 }
 
 // Compiled for Zen 4 with a 16-lane schedule (not run: any host), a decode
@@ -333,8 +367,8 @@ TEST(Quant, DecodeStepUses512BitVnniWhereTheTargetHasIt) {
                             Shape(DType::kF32, {1, 256}), q.values_shape, q.scales_shape);
       if (!exe.ok()) GTEST_SKIP() << "cannot compile for znver4 here: " << exe.status().message();
       const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
-      EXPECT_EQ(std::regex_search(asm_text, std::regex("vpdpbusd\\s+%zmm")), lanes == 16) << asm_text;
-      EXPECT_TRUE(std::regex_search(asm_text, std::regex("vpdpbusd\\s+%ymm")) || lanes == 16) << asm_text;
+      EXPECT_EQ(std::regex_search(asm_text, std::regex("vpdpbusd[^\\n]*%zmm")), lanes == 16) << asm_text;
+      EXPECT_TRUE(std::regex_search(asm_text, std::regex("vpdpbusd[^\\n]*%ymm")) || lanes == 16) << asm_text;
     }
 }
 

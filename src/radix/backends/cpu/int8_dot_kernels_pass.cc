@@ -150,36 +150,42 @@ class KernelBuilder {
     }
 
     Value zero = idx(0), one = idx(1);
-    if (plan_.interleaved && !(q4 && plan_.blocked && plan_.tn == kLanes && output_n_last()))
+    const int64_t interleaved_rows = plan_.wide ? 2 * kLanes : kLanes;
+    if (plan_.interleaved && !(q4 && plan_.blocked && plan_.tn == interleaved_rows && output_n_last()))
       plan_.interleaved = false;
     corr_ = nullptr;
     if (q4 && plan_.blocked) corr_ = fill_corrections(M, KB, /*scaled=*/!plan_.interleaved);
+    const int64_t tiles = N / plan_.tn;
+    const bool parallel = plan_.parallel && tiles > 1;
+    // A blocked tile's stack buffers: once per thread for parallel tiles (an
+    // alloca_scope in the loop body, whose allocations canonicalize hoists
+    // to the OpenMP region's start), once before a sequential loop (an
+    // alloca_scope in an scf.for body is inlined by canonicalize, its
+    // allocations then repeated per tile without being released: 4000 tiles
+    // of stories15M's classifier overflowed the stack).
+    if (plan_.blocked && !parallel) alloc_tile_buffers(KB);
     auto body = [&](mlir::OpBuilder& b, mlir::Location, Value tile) {
       mlir::OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
       Value n0 = mlir::arith::MulIOp::create(b_, loc_, tile, idx(plan_.tn));
-      scale_buf_ = nullptr;
       if (plan_.blocked) {
-        auto scope = mlir::memref::AllocaScopeOp::create(b_, loc_, mlir::TypeRange{});
-        mlir::Block* blk = new mlir::Block();
-        scope.getBodyRegion().push_back(blk);
-        b_.setInsertionPointToStart(blk);
-        mlir::memref::AllocaScopeReturnOp::create(b_, loc_, mlir::ValueRange{});
-        b_.setInsertionPointToStart(blk);
-        if (plan_.interleaved) {
-          interleave_weights(n0, KB);
-        } else {
-          scale_buf_ = mlir::memref::AllocaOp::create(
-              b_, loc_, mlir::MemRefType::get({plan_.tm * plan_.tn, KB}, b_.getF32Type()), b_.getI64IntegerAttr(32));
+        if (parallel) {
+          auto scope = mlir::memref::AllocaScopeOp::create(b_, loc_, mlir::TypeRange{});
+          mlir::Block* blk = new mlir::Block();
+          scope.getBodyRegion().push_back(blk);
+          b_.setInsertionPointToStart(blk);
+          mlir::memref::AllocaScopeReturnOp::create(b_, loc_, mlir::ValueRange{});
+          b_.setInsertionPointToStart(blk);
+          alloc_tile_buffers(KB);
         }
+        if (plan_.interleaved) interleave_weights(n0, KB);
       }
       auto rows = mlir::scf::ForOp::create(b_, loc_, zero, idx(M), idx(plan_.tm));
       b_.setInsertionPointToStart(rows.getBody());
       if (plan_.interleaved) emit_interleaved_tile(rows.getInductionVar(), n0, KB);
       else emit_tile(rows.getInductionVar(), n0, KB);
     };
-    const int64_t tiles = N / plan_.tn;
-    if (plan_.parallel && tiles > 1) {
+    if (parallel) {
       mlir::scf::ForallOp::create(b_, loc_, llvm::ArrayRef<mlir::OpFoldResult>{b_.getIndexAttr(tiles)},
                                   mlir::ValueRange{}, std::nullopt,
                                   [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange iv) {
@@ -399,24 +405,55 @@ class KernelBuilder {
   // wbuf_[kb, g] holds the 4 bytes of group g (values 4g..4g+3 of block kb)
   // of each of the 8 rows, row r's in dword r: the blocks' 32-byte nibble
   // vectors (one per row) as an 8 x 8 dword transpose (3 x 8 shuffles).
-  // sbuf_[kb] holds the 8 rows' scales as f32.
+  // sbuf_[kb] holds the 8 rows' scales as f32. Wide (16 rows, 512-bit
+  // vpdpbusd): rows 8..15 of each group follow rows 0..7 (a second 8 x 8
+  // transpose), 64 bytes per group.
   void interleave_weights(Value n0, int64_t KB) {
+    const int64_t R = plan_.tn;  // 8 or 16 weight rows
     auto v8i32 = mlir::VectorType::get({kLanes}, b_.getI32Type());
     auto v32i8 = mlir::VectorType::get({kBlock}, b_.getI8Type());
-    wbuf_ = mlir::memref::AllocaOp::create(b_, loc_, mlir::MemRefType::get({KB, kLanes, kBlock}, b_.getI8Type()),
-                                           b_.getI64IntegerAttr(32));
-    sbuf_ = mlir::memref::AllocaOp::create(b_, loc_, mlir::MemRefType::get({KB, kLanes}, b_.getF32Type()),
-                                           b_.getI64IntegerAttr(32));
     Value c0 = idx(0);
     auto blocks = mlir::scf::ForOp::create(b_, loc_, c0, idx(KB), idx(1));
     mlir::OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointToStart(blocks.getBody());
     Value kb = blocks.getInductionVar();
-    llvm::SmallVector<Value> rows, scales;
-    for (Value n : offsets(n0, kLanes)) {
-      rows.push_back(mlir::vector::BitCastOp::create(b_, loc_, v8i32, nibbles(n, kb, c0)));
-      scales.push_back(load_scale(roles_.wd, c0, n, kb));
+    llvm::SmallVector<Value> scales;
+    const std::vector<Value> all = offsets(n0, R);
+    for (int64_t half = 0; half < R / kLanes; ++half) {
+      llvm::SmallVector<Value> rows;
+      for (int64_t r = 0; r < kLanes; ++r) {
+        Value n = all[size_t(half * kLanes + r)];
+        rows.push_back(mlir::vector::BitCastOp::create(b_, loc_, v8i32, nibbles(n, kb, c0)));
+        scales.push_back(load_scale(roles_.wd, c0, n, kb));
+      }
+      llvm::SmallVector<Value> groups = transpose_dwords(rows);
+      for (int64_t grp = 0; grp < kLanes; ++grp)
+        mlir::vector::StoreOp::create(b_, loc_, mlir::vector::BitCastOp::create(b_, loc_, v32i8, groups[size_t(grp)]),
+                                      wbuf_, mlir::ValueRange{kb, idx(grp), idx(half * kBlock)});
     }
+    Value sv = mlir::vector::FromElementsOp::create(b_, loc_, mlir::VectorType::get({R}, b_.getF32Type()), scales);
+    mlir::vector::StoreOp::create(b_, loc_, sv, sbuf_, mlir::ValueRange{kb, c0});
+  }
+
+  // A blocked tile's stack buffers (see build): the interleaved weights and
+  // their scales, or the scale products.
+  void alloc_tile_buffers(int64_t KB) {
+    scale_buf_ = wbuf_ = sbuf_ = nullptr;
+    const int64_t R = plan_.tn;
+    if (plan_.interleaved) {
+      wbuf_ = mlir::memref::AllocaOp::create(b_, loc_, mlir::MemRefType::get({KB, kLanes, 4 * R}, b_.getI8Type()),
+                                             b_.getI64IntegerAttr(64));
+      sbuf_ = mlir::memref::AllocaOp::create(b_, loc_, mlir::MemRefType::get({KB, R}, b_.getF32Type()),
+                                             b_.getI64IntegerAttr(64));
+    } else {
+      scale_buf_ = mlir::memref::AllocaOp::create(b_, loc_, mlir::MemRefType::get({plan_.tm * R, KB}, b_.getF32Type()),
+                                                  b_.getI64IntegerAttr(32));
+    }
+  }
+
+  // An 8 x 8 transpose of dwords: rows[r] (8 dwords) -> out[g] whose dword r
+  // is rows[r]'s dword g, as 3 x 8 shuffles.
+  llvm::SmallVector<Value> transpose_dwords(llvm::ArrayRef<Value> rows) {
     auto shuffle = [&](Value a, Value b, llvm::ArrayRef<int64_t> mask) {
       return mlir::vector::ShuffleOp::create(b_, loc_, a, b, mask).getResult();
     };
@@ -439,11 +476,7 @@ class KernelBuilder {
       t3[size_t(c)] = shuffle(t2[size_t(c)], t2[size_t(4 + c)], {0, 1, 2, 3, 8, 9, 10, 11});
       t3[size_t(c + 4)] = shuffle(t2[size_t(c)], t2[size_t(4 + c)], {4, 5, 6, 7, 12, 13, 14, 15});
     }
-    for (int64_t grp = 0; grp < kLanes; ++grp)
-      mlir::vector::StoreOp::create(b_, loc_, mlir::vector::BitCastOp::create(b_, loc_, v32i8, t3[size_t(grp)]), wbuf_,
-                                    mlir::ValueRange{kb, idx(grp), c0});
-    Value sv = mlir::vector::FromElementsOp::create(b_, loc_, mlir::VectorType::get({kLanes}, b_.getF32Type()), scales);
-    mlir::vector::StoreOp::create(b_, loc_, sv, sbuf_, mlir::ValueRange{kb, c0});
+    return t3;
   }
 
   // Q4_0 prompts: tm rows of x from m0 times the 8 interleaved weight rows
@@ -456,16 +489,18 @@ class KernelBuilder {
   // scales times x's; VNNI: vpdpbusd sums in i32. Per 256 products 9
   // multiplies (AVX2) where the row-per-accumulator form needs 16, and no
   // horizontal sums: each row of x adds its accumulator to out[m, n0..+8].
+  // Wide: 16 weight rows in the lanes of 512-bit vectors (vpdpbusd.512).
   void emit_interleaved_tile(Value m0, Value n0, int64_t KB) {
-    const int64_t tm = plan_.tm;
+    const int64_t tm = plan_.tm, R = plan_.tn;
     auto f32 = b_.getF32Type();
-    auto v8f32 = mlir::VectorType::get({kLanes}, f32);
-    auto v8i32 = mlir::VectorType::get({kLanes}, b_.getI32Type());
+    auto vRf32 = mlir::VectorType::get({R}, f32);
+    auto vRi32 = mlir::VectorType::get({R}, b_.getI32Type());
     auto v16i16 = mlir::VectorType::get({2 * kLanes}, b_.getI16Type());
-    auto v32i8 = mlir::VectorType::get({kBlock}, b_.getI8Type());
+    auto vRi8 = mlir::VectorType::get({4 * R}, b_.getI8Type());
+    const char* vpdpbusd = R == kLanes ? "llvm.x86.avx512.vpdpbusd.256" : "llvm.x86.avx512.vpdpbusd.512";
     Value c0 = idx(0);
     const std::vector<Value> m = offsets(m0, tm);
-    llvm::SmallVector<Value> init(static_cast<size_t>(tm), splat(v8f32, b_.getF32FloatAttr(0)));
+    llvm::SmallVector<Value> init(static_cast<size_t>(tm), splat(vRf32, b_.getF32FloatAttr(0)));
     auto blocks = mlir::scf::ForOp::create(b_, loc_, c0, idx(KB), idx(1), init);
     {
       mlir::OpBuilder::InsertionGuard g(b_);
@@ -474,31 +509,31 @@ class KernelBuilder {
       llvm::SmallVector<Value> acc(blocks.getRegionIterArgs().begin(), blocks.getRegionIterArgs().end());
       std::vector<Value> s(static_cast<size_t>(tm));
       for (int64_t grp = 0; grp < kLanes; ++grp) {
-        Value w = mlir::vector::LoadOp::create(b_, loc_, v32i8, wbuf_, mlir::ValueRange{kb, idx(grp), c0});
+        Value w = mlir::vector::LoadOp::create(b_, loc_, vRi8, wbuf_, mlir::ValueRange{kb, idx(grp), c0});
         const int half = grp < kLanes / 2 ? roles_.x : roles_.x_hi;
         for (int64_t i = 0; i < tm; ++i) {
           Value bytes = load_vector(half, 4, m[size_t(i)], c0, kb, idx(4 * (grp % (kLanes / 2))));
           Value word = mlir::vector::BitCastOp::create(b_, loc_, mlir::VectorType::get({1}, b_.getI32Type()), bytes);
-          Value xb = mlir::vector::BitCastOp::create(b_, loc_, v32i8,
-                                                     mlir::vector::BroadcastOp::create(b_, loc_, v8i32, word));
+          Value xb = mlir::vector::BitCastOp::create(b_, loc_, vRi8,
+                                                     mlir::vector::BroadcastOp::create(b_, loc_, vRi32, word));
           Value& si = s[size_t(i)];
           if (plan_.vnni) {
-            si = intrinsic("llvm.x86.avx512.vpdpbusd.256", v8i32, {grp ? si : splat(v8i32, b_.getI32IntegerAttr(0)), w, xb});
+            si = intrinsic(vpdpbusd, vRi32, {grp ? si : splat(vRi32, b_.getI32IntegerAttr(0)), w, xb});
           } else {
             Value p = intrinsic("llvm.x86.avx2.pmadd.ub.sw", v16i16, {w, xb});
             si = grp ? mlir::arith::AddIOp::create(b_, loc_, si, p).getResult() : p;
           }
         }
       }
-      Value ws = mlir::vector::LoadOp::create(b_, loc_, v8f32, sbuf_, mlir::ValueRange{kb, c0});
+      Value ws = mlir::vector::LoadOp::create(b_, loc_, vRf32, sbuf_, mlir::ValueRange{kb, c0});
       Value ones = splat(v16i16, b_.getI16IntegerAttr(1));
       for (int64_t i = 0; i < tm; ++i) {
-        Value sums = plan_.vnni ? s[size_t(i)] : intrinsic("llvm.x86.avx2.pmadd.wd", v8i32, {s[size_t(i)], ones});
+        Value sums = plan_.vnni ? s[size_t(i)] : intrinsic("llvm.x86.avx2.pmadd.wd", vRi32, {s[size_t(i)], ones});
         Value c = mlir::memref::LoadOp::create(b_, loc_, corr_, mlir::ValueRange{m[size_t(i)], kb});
-        sums = mlir::arith::SubIOp::create(b_, loc_, sums, mlir::vector::BroadcastOp::create(b_, loc_, v8i32, c));
-        Value f = mlir::arith::SIToFPOp::create(b_, loc_, v8f32, sums);
+        sums = mlir::arith::SubIOp::create(b_, loc_, sums, mlir::vector::BroadcastOp::create(b_, loc_, vRi32, c));
+        Value f = mlir::arith::SIToFPOp::create(b_, loc_, vRf32, sums);
         Value d = load_scale(roles_.xd, m[size_t(i)], c0, kb);
-        Value sc = mlir::arith::MulFOp::create(b_, loc_, ws, mlir::vector::BroadcastOp::create(b_, loc_, v8f32, d));
+        Value sc = mlir::arith::MulFOp::create(b_, loc_, ws, mlir::vector::BroadcastOp::create(b_, loc_, vRf32, d));
         acc[size_t(i)] = mlir::vector::FMAOp::create(b_, loc_, f, sc, acc[size_t(i)]);
       }
       mlir::scf::YieldOp::create(b_, loc_, acc);

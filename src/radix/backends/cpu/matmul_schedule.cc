@@ -491,14 +491,15 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   // tile's rewritten rows live on each thread's stack: 8 bytes per element
   // of k, so k is capped (32768: 256 KiB).
   const bool interleaved = blocked && !byte_weights && N % 8 == 0 && K <= kInt8InterleavedMaxK;
+  // 512-bit vpdpbusd: two blocks per instruction, or 16 interleaved weight
+  // rows (N a multiple of 16; twice the stack per element of k, so half
+  // the cap), else the 8-row interleaved tiles stay 256-bit.
+  const bool wide = host.vnni512 && (!interleaved || (N % 16 == 0 && K <= kInt8InterleavedMaxK / 2));
   if (interleaved) {
     tm = largest_divisor(M, {4, 3, 2, 1});
-    tn = 8;
+    tn = wide ? 16 : 8;
   }
   const bool parallel = threads > 1 && N / tn >= threads && M * N * K >= min_dot_work(M);
-  // 512-bit vpdpbusd, two blocks per instruction (not for the interleaved
-  // tiles, whose lanes are 8 weight rows).
-  const bool wide = host.vnni512 && !interleaved;
   return std::vector<int64_t>{tm,         tn, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0, interleaved ? 1 : 0,
                               wide ? 1 : 0};
 }
