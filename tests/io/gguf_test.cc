@@ -131,7 +131,21 @@ void check_fixture(const GgufStore& s, const Fixture& fx) {
   EXPECT_EQ(str_of("f32"), raw(fx.f32));
   EXPECT_EQ(str_of("f16"), raw(fx.f16));
   EXPECT_EQ(str_of("bf16"), raw(fx.bf16));
+  // Quantized tensors: their blocks as stored, dequantized only once asked.
+  EXPECT_EQ(s.dequantized("q8"), false);
+  const std::string q8_blocks = fx.file.tensors[3].data, q4_blocks = fx.file.tensors[4].data;
+  auto blocks_of = [&](const char* n) {
+    auto b = *s.blocks(n);
+    return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+  };
+  EXPECT_EQ(blocks_of("q8"), q8_blocks);
+  EXPECT_EQ(blocks_of("q4"), q4_blocks);
+  EXPECT_EQ(s.blocks("f32").status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.blocks("f32").status().message().find("'f32' is not Q4_0 or Q8_0"), std::string::npos);
+  EXPECT_EQ(s.blocks("nope").status().code(), ErrorCode::kNotFound);
   std::vector<float> q8 = floats(*s.bytes("q8")), q4 = floats(*s.bytes("q4"));
+  EXPECT_TRUE(s.dequantized("q8"));
+  EXPECT_FALSE(s.dequantized("f32"));
   ASSERT_EQ(q8.size(), fx.q8.size());
   ASSERT_EQ(q4.size(), fx.q4.size());
   for (size_t i = 0; i < q8.size(); ++i) ASSERT_EQ(q8[i], fx.q8[i]) << "q8 element " << i;

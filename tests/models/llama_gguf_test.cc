@@ -181,6 +181,14 @@ TEST_F(LlamaGguf, Q8_0MatricesStayQuantized) {
   exact.quantized_activations = QuantizedActivations::kF32;
   auto kept = must(models::LlamaGenerator::load(cpu(), *gguf, exact));
   EXPECT_EQ(*kept->config().weight_quant, QuantFormat::kQ8_0);
+  // Both took the file's blocks as they are: no matrix was dequantized to
+  // f32 on the way (the embedding table, looked up in f32, is).
+  const auto& store = static_cast<const io::GgufStore&>(*gguf);
+  for (const char* m : {"blk.0.attn_q.weight", "blk.4.ffn_down.weight", "blk.2.attn_output.weight"}) {
+    ASSERT_EQ(store.file_type(m), io::GgmlType::kQ8_0) << m;
+    EXPECT_FALSE(store.dequantized(m)) << m;
+  }
+  EXPECT_TRUE(store.dequantized("token_embd.weight"));
   models::LlamaGenerator::Options f32 = options();
   f32.weight_dtype = DType::kF32;
   auto wide = must(models::LlamaGenerator::load(cpu(), *gguf, f32));

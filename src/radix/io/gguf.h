@@ -9,8 +9,9 @@
 // 32) after the header; each tensor offset is a multiple of the alignment.
 //
 // Tensor types: F32, F16 and BF16 are zero-copy views into the mapping;
-// Q4_0 and Q8_0 are dequantized to f32 when the file is opened (the store
-// reports dtype f32 and owns those bytes). Other ggml types are rejected
+// Q4_0 and Q8_0 are reported as f32 and dequantized the first time their
+// bytes are asked for (the store then owns those bytes); blocks() gives
+// their blocks as stored, for a model that keeps them quantized. Other ggml types are rejected
 // naming the type number. Shapes are the ne[] reversed (row-major: ne[0]
 // is the last axis).
 //
@@ -101,11 +102,19 @@ class GgufStore : public BasicWeightStore {
     auto it = file_types_.find(name);
     return it == file_types_.end() ? std::nullopt : std::optional<GgmlType>(it->second);
   }
+  // A Q4_0 / Q8_0 tensor's blocks as the file stores them (a view into the
+  // mapping: rows in order, 18 / 34 bytes per block of 32; io/quantize.h's
+  // split_gguf_* turn them into values and scales). kNotFound for no such
+  // tensor, kInvalidArgument for one of another type, naming it.
+  Result<std::span<const std::byte>> blocks(std::string_view name) const;
+  // Whether a Q4_0 / Q8_0 tensor has been dequantized (its bytes() asked for).
+  bool dequantized(std::string_view name) const { return materialized(name); }
 
  private:
   friend Result<std::unique_ptr<GgufStore>> open_gguf(const std::string& path);
   std::map<std::string, GgufValue, std::less<>> values_;
   std::map<std::string, GgmlType, std::less<>> file_types_;
+  std::map<std::string, std::span<const std::byte>, std::less<>> blocks_;
   uint32_t version_ = 3;
   uint64_t alignment_ = 32;
 };

@@ -22,6 +22,24 @@ uint64_t WeightStore::total_bytes() const {
 BasicWeightStore::BasicWeightStore(std::string path, std::string format)
     : path_(std::move(path)), format_(std::move(format)) {}
 
+Status BasicWeightStore::add_deferred(std::string name, Shape shape, std::function<void(std::span<std::byte>)> fill) {
+  if (index_.count(name) != 0) return invalid_argument(path_ + ": duplicate tensor name '" + name + "'");
+  Deferred& d = deferred_.emplace_back();
+  d.fill = std::move(fill);
+  deferred_of_.emplace(infos_.size(), &d);
+  index_.emplace(name, infos_.size());
+  infos_.push_back(TensorInfo{std::move(name), shape});
+  data_.emplace_back();
+  return Status::ok_status();
+}
+
+bool BasicWeightStore::materialized(std::string_view name) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) return false;
+  auto d = deferred_of_.find(it->second);
+  return d != deferred_of_.end() && d->second->done.load();
+}
+
 Status BasicWeightStore::add(std::string name, Shape shape, std::span<const std::byte> data) {
   if (index_.count(name) != 0) return invalid_argument(path_ + ": duplicate tensor name '" + name + "'");
   if (data.size() != shape.byte_size())
@@ -53,7 +71,15 @@ Result<std::span<const std::byte>> BasicWeightStore::bytes(std::string_view name
   auto it = index_.find(name);
   if (it == index_.end())
     return Status(ErrorCode::kNotFound, path_ + ": no tensor named '" + std::string(name) + "'");
-  return data_[it->second];
+  auto d = deferred_of_.find(it->second);
+  if (d == deferred_of_.end()) return data_[it->second];
+  Deferred& def = *d->second;
+  std::call_once(def.once, [&] {
+    def.data.assign(infos_[it->second].shape.byte_size(), std::byte{0});
+    def.fill(def.data);
+    def.done.store(true);
+  });
+  return std::span<const std::byte>(def.data);
 }
 
 bool is_valid_utf8(std::string_view s) {

@@ -6,7 +6,8 @@
 // row-major) and the tensor's bytes (little-endian). Bytes are zero-copy
 // views into a read-only mmap of the file wherever the layout allows; a
 // store owns converted bytes only where it must (GGUF Q4_0 / Q8_0 tensors
-// are dequantized to f32 when the file is opened).
+// are dequantized to f32 the first time their bytes are asked for; a model
+// that keeps them quantized reads their blocks and never pays for it).
 //
 // Stores are immutable once opened: every const method may be called from
 // any number of threads at once. Spans returned by bytes() stay valid while
@@ -22,10 +23,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -94,7 +97,21 @@ class BasicWeightStore : public WeightStore {
   std::string path() const override { return path_; }
   std::string format() const override { return format_; }
 
+ protected:
+  // Adds a tensor whose bytes `fill` writes (into exactly shape.byte_size()
+  // zeroed bytes) the first time bytes() asks for them: once, whichever
+  // thread asks first; the store owns them from then on.
+  Status add_deferred(std::string name, Shape shape, std::function<void(std::span<std::byte>)> fill);
+  // Whether a deferred tensor's bytes have been made (false for any other).
+  bool materialized(std::string_view name) const;
+
  private:
+  struct Deferred {
+    std::function<void(std::span<std::byte>)> fill;
+    std::once_flag once;
+    std::vector<std::byte> data;
+    std::atomic<bool> done{false};
+  };
   Status add(std::string name, Shape shape, std::span<const std::byte> data);
   std::string path_, format_;
   std::vector<TensorInfo> infos_;
@@ -102,6 +119,8 @@ class BasicWeightStore : public WeightStore {
   std::map<std::string, size_t, std::less<>> index_;
   std::map<std::string, std::string> metadata_;
   std::deque<std::vector<std::byte>> owned_;  // deque: element addresses are stable
+  mutable std::deque<Deferred> deferred_;
+  std::map<size_t, Deferred*> deferred_of_;  // tensor index -> its deferred bytes
   std::vector<std::shared_ptr<const void>> owners_;
 };
 
