@@ -507,9 +507,11 @@ static bool fast_bf16_dot(std::string_view cpu) { return cpu.substr(0, 5) == "zn
 Int8Target int8_target(std::string_view target_features) {
   if (target_features.empty()) {
     llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
-    return Int8Target{f.lookup("avx2"), f.lookup("avxvnni") || (f.lookup("avx512vnni") && f.lookup("avx512vl")),
-                      f.lookup("avx512bf16") && f.lookup("avx512f") && fast_bf16_dot(llvm::sys::getHostCPUName()),
-                      f.lookup("avx512vnni") && f.lookup("avx512bw") && f.lookup("avx512f")};
+    return Int8Target{
+        .avx2 = f.lookup("avx2"),
+        .vnni = f.lookup("avxvnni") || (f.lookup("avx512vnni") && f.lookup("avx512vl")),
+        .bf16 = f.lookup("avx512bf16") && f.lookup("avx512f") && fast_bf16_dot(llvm::sys::getHostCPUName()),
+        .vnni512 = f.lookup("avx512vnni") && f.lookup("avx512bw") && f.lookup("avx512f")};
   }
   const size_t space = target_features.find(' ');
   std::string s = "," + std::string(target_features.substr(space == std::string_view::npos ? target_features.size() : space + 1)) + ",";
@@ -521,9 +523,10 @@ Int8Target int8_target(std::string_view target_features) {
     for (llvm::StringRef f : implied) s += f.str() + ",";
   }
   auto has = [&](const char* f) { return s.find(std::string(",+") + f + ",") != std::string::npos; };
-  return Int8Target{has("avx2"), has("avxvnni") || (has("avx512vnni") && has("avx512vl")),
-                    has("avx512bf16") && has("avx512f") && fast_bf16_dot(target_features.substr(0, space)),
-                    has("avx512vnni") && has("avx512bw") && has("avx512f")};
+  return Int8Target{.avx2 = has("avx2"),
+                    .vnni = has("avxvnni") || (has("avx512vnni") && has("avx512vl")),
+                    .bf16 = has("avx512bf16") && has("avx512f") && fast_bf16_dot(target_features.substr(0, space)),
+                    .vnni512 = has("avx512vnni") && has("avx512bw") && has("avx512f")};
 }
 
 std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested, int threads,

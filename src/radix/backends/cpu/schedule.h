@@ -61,11 +61,11 @@ VectorIsa host_vector_isa();
 struct Int8Target {
   bool avx2 = false;  // vpmaddubsw + vpmaddwd
   bool vnni = false;  // vpdpbusd on 256-bit vectors (AVX-512 VNNI + VL, or AVX-VNNI)
+  bool bf16 = false;  // vdpbf16ps on 512-bit vectors (AVX-512 BF16, where it outruns FMAs): radix-bf16-dot-kernels
   // vpdpbusd on 512-bit vectors (AVX-512 VNNI + BW): two blocks per
   // instruction in radix-int8-dot-kernels, where the schedule's ISA has
   // 16 f32 lanes (build_cpu_schedule clears it for narrower schedule_isa).
   bool vnni512 = false;
-  bool bf16 = false;  // vdpbf16ps on 512-bit vectors (AVX-512 BF16, where it outruns FMAs): radix-bf16-dot-kernels
 };
 // From resolve_target_cpu's "cpu +feature,-feature,..." (empty: the host).
 Int8Target int8_target(std::string_view target_features);
