@@ -118,6 +118,41 @@ TEST(Schedule, PackedMatmulBlocksForThreadsAreWholeRegisterTiles) {
       }
 }
 
+// A packed matmul's output panels [m, n / panel, panel] are C's row-major
+// layout: the product accumulates in the function's output buffer, with no
+// buffer of its own copied into it afterwards (radix-outputs-in-place), on
+// every ISA, one and two threads.
+TEST(Schedule, PackedMatmulWritesItsOutputInPlace) {
+  const int64_t n = 256;
+  const Shape s(DType::kF32, {n, n});
+  std::vector<float> a = testing::random_vec<float>(size_t(n * n), -1, 1, 13);
+  std::vector<float> b = testing::random_vec<float>(size_t(n * n), -1, 1, 14);
+  const std::vector<float> want = naive_matmul(a, b, n, n, n);
+  for (const IsaCase& c : kIsas)
+    for (int t : {1, 2}) {
+      SCOPED_TRACE(std::string(c.name) + " on " + std::to_string(t) + " threads");
+      fs::path dir = fs::temp_directory_path() / ("radix-sched-inplace-" + std::to_string(::getpid()) + "-" + c.name);
+      fs::remove_all(dir);
+      CompileFnOptions o;
+      o.compile.codegen.cpu.schedule_isa = c.isa;
+      o.compile.codegen.cpu.threads = t;
+      o.compile.diagnostics.dump = {"schedule-script", "bufferize"};
+      o.compile.diagnostics.dump_dir = dir.string();
+      auto exe = must(compile_fn(cpu(), o, [](Tensor x, Tensor y) { return matmul(x, y); }, s, s));
+      Buffer out = must(exe.call(must(cpu().buffer(s, a)), must(cpu().buffer(s, b))));
+      EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-4, 2e-4));
+      EXPECT_NE(slurp_stage(dir, "schedule-script.mlir").find("transform.structured.pack"), std::string::npos);
+      const std::string ir = slurp_stage(dir, "bufferize.mlir");
+      EXPECT_EQ(ir.find("memref.copy"), std::string::npos) << ir;
+      EXPECT_EQ(ir.find("linalg.copy"), std::string::npos) << ir;
+      std::istringstream lines(ir);
+      for (std::string line; std::getline(lines, line);)
+        EXPECT_FALSE(line.find("memref.alloc") != std::string::npos && line.find("memref<256x256xf32>") != std::string::npos)
+            << line;
+      fs::remove_all(dir);
+    }
+}
+
 TEST(Schedule, RegisterTiledMatmulOnEveryIsa) {
   for (const IsaCase& c : kIsas) {
     auto [script, ir] = check(c, 64, 128, 96);

@@ -66,6 +66,10 @@ std::unique_ptr<mlir::Pass> create_bf16_dot_kernels_pass();
 // restore around its inlined body (before scf-to-cf splits the body).
 std::unique_ptr<mlir::Pass> create_lower_alloca_scopes_pass();
 
+// "radix-outputs-in-place": outputs computed in their destination buffers
+// (no copy into an empty tensor, no buffer of their own copied out).
+std::unique_ptr<mlir::Pass> create_outputs_in_place_pass();
+
 // "radix-omp-static-chunks": plain OpenMP worksharing loops (from the
 // schedule's scf.forall) become scf.for over the thread's static share of
 // the iterations, without libomp's static-init calls and inner barrier.
