@@ -324,24 +324,30 @@ TEST(Quant, DecodeStepRunsIntegerDotProducts) {
   }
 }
 
-// On a VNNI CPU (compiled for Zen 4, not run) the interleaved Q4_0 prompt
-// kernel sums each group with vpdpbusd into i32 (no vpmaddubsw / vpmaddwd):
-// 512-bit, 16 weight rows per tile, with a 16-lane schedule; 256-bit, 8
-// rows, with an 8-lane one.
+// The assembly of x[rows, 256] · W[64, 256]ᵀ in format f compiled for Zen 4
+// (not run: any host) with a schedule of `lanes` f32 lanes; empty when LLVM
+// here cannot target Zen 4.
+std::string znver4_asm(QuantFormat f, int64_t rows, int lanes, uint64_t seed) {
+  DumpDir dir(std::string("znver4-") + name(f) + "-" + std::to_string(rows) + "-" + std::to_string(lanes));
+  io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, seed), 64, 256);
+  CompileFnOptions o;
+  o.compile.codegen.target_cpu = "znver4";
+  o.compile.codegen.cpu.schedule_isa = VectorIsa{lanes, lanes == 16 ? 32 : 16};
+  o.compile.diagnostics.dump = {"asm"};
+  o.compile.diagnostics.dump_dir = dir.path().string();
+  auto exe = compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
+                        Shape(DType::kF32, {rows, 256}), q.values_shape, q.scales_shape);
+  return exe.ok() ? testing::stage_dump(dir.path(), "asm.s") : std::string();
+}
+
+// On a VNNI CPU the interleaved Q4_0 prompt kernel sums each group with
+// vpdpbusd into i32 (no vpmaddubsw / vpmaddwd): 512-bit, 16 weight rows per
+// tile, with a 16-lane schedule; 256-bit, 8 rows, with an 8-lane one.
 TEST(Quant, Q4PromptUsesVnniWhereTheTargetHasIt) {
-  io::QuantizedMatrix q = quantize(QuantFormat::kQ4_0, testing::random_vec<float>(64 * 256, -1, 1, 74), 64, 256);
   for (int lanes : {16, 8}) {
     SCOPED_TRACE(std::to_string(lanes) + " lanes");
-    DumpDir dir("prompt-vnni" + std::to_string(lanes));
-    CompileFnOptions o;
-    o.compile.codegen.target_cpu = "znver4";
-    o.compile.codegen.cpu.schedule_isa = VectorIsa{lanes, lanes == 16 ? 32 : 16};
-    o.compile.diagnostics.dump = {"asm"};
-    o.compile.diagnostics.dump_dir = dir.path().string();
-    auto exe = compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
-                          Shape(DType::kF32, {64, 256}), q.values_shape, q.scales_shape);
-    if (!exe.ok()) GTEST_SKIP() << "cannot compile for znver4 here: " << exe.status().message();
-    const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
+    const std::string asm_text = znver4_asm(QuantFormat::kQ4_0, 64, lanes, 74);
+    if (asm_text.empty()) GTEST_SKIP() << "cannot compile for znver4 here";
     EXPECT_TRUE(std::regex_search(asm_text, std::regex(lanes == 16 ? "vpdpbusd[^\\n]*%zmm" : "vpdpbusd[^\\n]*%ymm")))
         << asm_text;
     EXPECT_NE(asm_text.find("vpbroadcastd"), std::string::npos) << asm_text;
@@ -349,24 +355,14 @@ TEST(Quant, Q4PromptUsesVnniWhereTheTargetHasIt) {
   }
 }
 
-// Compiled for Zen 4 with a 16-lane schedule (not run: any host), a decode
-// step's products take two blocks per 512-bit vpdpbusd for every format;
-// with an 8-lane schedule they stay 256-bit.
+// A decode step's products take two blocks per 512-bit vpdpbusd for every
+// format with a 16-lane schedule; with an 8-lane one they stay 256-bit.
 TEST(Quant, DecodeStepUses512BitVnniWhereTheTargetHasIt) {
   for (QuantFormat f : kFormats)
     for (int lanes : {16, 8}) {
       SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(lanes) + " lanes");
-      DumpDir dir(std::string("decode-vnni512-") + name(f) + std::to_string(lanes));
-      io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, 75), 64, 256);
-      CompileFnOptions o;
-      o.compile.codegen.target_cpu = "znver4";
-      o.compile.codegen.cpu.schedule_isa = VectorIsa{lanes, lanes == 16 ? 32 : 16};
-      o.compile.diagnostics.dump = {"asm"};
-      o.compile.diagnostics.dump_dir = dir.path().string();
-      auto exe = compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
-                            Shape(DType::kF32, {1, 256}), q.values_shape, q.scales_shape);
-      if (!exe.ok()) GTEST_SKIP() << "cannot compile for znver4 here: " << exe.status().message();
-      const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
+      const std::string asm_text = znver4_asm(f, 1, lanes, 75);
+      if (asm_text.empty()) GTEST_SKIP() << "cannot compile for znver4 here";
       EXPECT_EQ(std::regex_search(asm_text, std::regex("vpdpbusd[^\\n]*%zmm")), lanes == 16) << asm_text;
       EXPECT_TRUE(std::regex_search(asm_text, std::regex("vpdpbusd[^\\n]*%ymm")) || lanes == 16) << asm_text;
     }

@@ -583,6 +583,26 @@ class KernelBuilder {
     return llvm::SmallVector<Value>(loop.getResults().begin(), loop.getResults().end());
   }
 
+  // scale[i][j]: blocks [kb0, kb0 + unroll)'s x scales at row m[i] times
+  // W's at row n[j], as one vector (x's alone for int8 per channel); none
+  // when the tile's scale products are precomputed (scale_buf_).
+  std::vector<std::vector<Value>> block_scales(const std::vector<Value>& m, const std::vector<Value>& n, Value kb0,
+                                               int64_t unroll) {
+    const int64_t tm = plan_.tm, tn = plan_.tn;
+    Value c0 = idx(0);
+    std::vector<std::vector<Value>> scale(static_cast<size_t>(tm), std::vector<Value>(static_cast<size_t>(tn)));
+    for (int64_t i = 0; i < tm && !scale_buf_; ++i) {
+      Value xs = load_scales(roles_.xd, unroll, m[size_t(i)], c0, kb0, c0);
+      for (int64_t j = 0; j < tn; ++j)
+        scale[size_t(i)][size_t(j)] =
+            roles_.wd >= 0
+                ? mlir::arith::MulFOp::create(b_, loc_, xs, load_scales(roles_.wd, unroll, c0, n[size_t(j)], kb0, c0))
+                      .getResult()
+                : xs;
+    }
+    return scale;
+  }
+
   // Blocks [from, to) in steps of `unroll`, accumulating into `init` (tm x tn
   // vectors of eight f32 lanes); returns the sums.
   llvm::SmallVector<Value> emit_blocks(const std::vector<Value>& m, const std::vector<Value>& n, int64_t from,
@@ -597,17 +617,7 @@ class KernelBuilder {
       b_.setInsertionPointToStart(blocks.getBody());
       Value kb0 = blocks.getInductionVar();
       if (!plan_.blocked) prefetch_next_rows(n, kb0, unroll);
-      // scale[i][j]: the unroll blocks' x scale times W's, as a vector.
-      std::vector<std::vector<Value>> scale(static_cast<size_t>(tm), std::vector<Value>(static_cast<size_t>(tn)));
-      for (int64_t i = 0; i < tm && !scale_buf_; ++i) {
-        Value xs = load_scales(roles_.xd, unroll, m[size_t(i)], c0, kb0, c0);
-        for (int64_t j = 0; j < tn; ++j)
-          scale[size_t(i)][size_t(j)] =
-              roles_.wd >= 0
-                  ? mlir::arith::MulFOp::create(b_, loc_, xs, load_scales(roles_.wd, unroll, c0, n[size_t(j)], kb0, c0))
-                        .getResult()
-                  : xs;
-      }
+      const std::vector<std::vector<Value>> scale = block_scales(m, n, kb0, unroll);
       llvm::SmallVector<Value> acc(blocks.getRegionIterArgs().begin(), blocks.getRegionIterArgs().end());
       for (int64_t u = 0; u < unroll; ++u) {
         Value kb = u ? mlir::arith::AddIOp::create(b_, loc_, kb0, idx(u)).getResult() : kb0;
@@ -682,16 +692,7 @@ class KernelBuilder {
     b_.setInsertionPointToStart(blocks.getBody());
     Value kb0 = blocks.getInductionVar();
     if (!plan_.blocked) prefetch_next_rows(n, kb0, unroll);
-    std::vector<std::vector<Value>> scale(static_cast<size_t>(tm), std::vector<Value>(static_cast<size_t>(tn)));
-    for (int64_t i = 0; i < tm && !scale_buf_; ++i) {
-      Value xs = load_scales(roles_.xd, unroll, m[size_t(i)], c0, kb0, c0);
-      for (int64_t j = 0; j < tn; ++j)
-        scale[size_t(i)][size_t(j)] =
-            roles_.wd >= 0
-                ? mlir::arith::MulFOp::create(b_, loc_, xs, load_scales(roles_.wd, unroll, c0, n[size_t(j)], kb0, c0))
-                      .getResult()
-                : xs;
-    }
+    const std::vector<std::vector<Value>> scale = block_scales(m, n, kb0, unroll);
     // Lanes 0-7 lane u of v, lanes 8-15 lane u + 1.
     auto pair_lanes = [&](Value v, int64_t u) {
       llvm::SmallVector<int64_t> mask;
