@@ -43,9 +43,28 @@ std::string quantize_q8_0(const float* x, size_t n) {
   return out;
 }
 
+// Q4_0 from the format's definition (llama.cpp's rounding): blocks of 32,
+// m = the value of largest magnitude, d = m / -8 (as f16), nibble =
+// min(15, trunc(x / d + 8.5)); byte j holds value j (low nibble) and j + 16.
+std::string quantize_q4_0(const float* x, size_t n) {
+  std::string out;
+  for (size_t b = 0; b < n / 32; ++b) {
+    float m = 0;
+    for (int j = 0; j < 32; ++j)
+      if (std::fabs(x[b * 32 + j]) > std::fabs(m)) m = x[b * 32 + j];
+    const float d = m / -8.f, id = d != 0 ? 1.f / d : 0.f;
+    gw::put<uint16_t>(out, float_to_f16(d));
+    int q[32];
+    for (int j = 0; j < 32; ++j) q[j] = std::min(15, static_cast<int>(x[b * 32 + j] * id + 8.5f));
+    for (int j = 0; j < 16; ++j) out.push_back(static_cast<char>(q[j] | (q[j + 16] << 4)));
+  }
+  return out;
+}
+
 // Writes the llama2.c checkpoint as GGUF; matrices whose rows are a
-// multiple of 32 as Q8_0 when `q8`; `hidden` is the feed-forward width.
-std::string write_gguf(const io::WeightStore& src, const tok::Tokenizer& tk, const std::string& tok_path, bool q8,
+// multiple of 32 as `matrices` (0: F32, 8: Q8_0, 2: Q4_0, ggml's type
+// numbers); `hidden` is the feed-forward width.
+std::string write_gguf(const io::WeightStore& src, const tok::Tokenizer& tk, const std::string& tok_path, int matrices,
                        uint32_t hidden = 172) {
   gw::GgufFile f;
   auto u32 = [](uint32_t v) { return gw::scalar<uint32_t>(4, v); };
@@ -99,10 +118,12 @@ std::string write_gguf(const io::WeightStore& src, const tok::Tokenizer& tk, con
     gw::GgufFile::Tensor g;
     g.name = gguf_name(t.name);
     for (int a = t.shape.rank() - 1; a >= 0; --a) g.ne.push_back(static_cast<uint64_t>(t.shape.dim(a)));
-    const bool quantize = q8 && t.shape.rank() == 2 && t.shape.dim(1) % 32 == 0;
-    g.type = quantize ? 8 : 0;
-    g.data = quantize ? quantize_q8_0(reinterpret_cast<const float*>(bytes.data()), bytes.size() / 4)
-                      : std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    const bool quantize = matrices != 0 && t.shape.rank() == 2 && t.shape.dim(1) % 32 == 0;
+    const auto* x = reinterpret_cast<const float*>(bytes.data());
+    g.type = quantize ? static_cast<uint32_t>(matrices) : 0;
+    g.data = !quantize       ? std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size())
+             : matrices == 8 ? quantize_q8_0(x, bytes.size() / 4)
+                             : quantize_q4_0(x, bytes.size() / 4);
     f.tensors.push_back(std::move(g));
   }
   return f.build();
@@ -117,7 +138,7 @@ class LlamaGguf : public ::testing::Test {
   std::string file(bool q8) {
     const auto p = std::filesystem::temp_directory_path() /
                    ("radix-llama-" + std::to_string(::getpid()) + (q8 ? "-q8" : "-f32") + ".gguf");
-    std::ofstream(p, std::ios::binary) << write_gguf(*llama2c_, *tk_, kTok, q8);
+    std::ofstream(p, std::ios::binary) << write_gguf(*llama2c_, *tk_, kTok, q8 ? 8 : 0);
     paths_.push_back(p);
     return p.string();
   }
@@ -159,49 +180,54 @@ TEST_F(LlamaGguf, Q8_0WeightsGiveCloseLogits) {
   }
 }
 
-// A GGUF file whose every matrix is Q8_0 (stories260K with a 160-wide
-// feed-forward, so that every width is a multiple of 32) runs with its
-// matrices kept in Q8_0 by default; with f32 activations the logits match
-// the same file run with the matrices dequantized to f32 (weight_dtype f32),
-// to f32 rounding, and with the default int8 activations within their
-// rounding (8 bits per block through 5 layers: about 1.5% of the largest
-// logit here; held to 3%), the likeliest token the same.
-TEST_F(LlamaGguf, Q8_0MatricesStayQuantized) {
+// A GGUF file whose every matrix is Q8_0, or Q4_0 (stories260K with a
+// 160-wide feed-forward, so that every width is a multiple of 32), runs with
+// its matrices kept in that format by default, taken from the file's blocks
+// (none dequantized on the way); with f32 activations the logits match the
+// same file run with the matrices dequantized to f32 (weight_dtype f32), to
+// f32 rounding, and with the default int8 activations within their rounding
+// (8 bits per block through 5 layers: about 1.5% of the largest logit here;
+// held to 3%), the likeliest token the same.
+TEST_F(LlamaGguf, QuantizedMatricesStayQuantized) {
   const std::string narrow = testing::write_narrower_ffn(160);
   paths_.push_back(narrow);
   auto src = must(io::open_weights(narrow));
-  const auto p = std::filesystem::temp_directory_path() / ("radix-llama-" + std::to_string(::getpid()) + "-q8n.gguf");
-  std::ofstream(p, std::ios::binary) << write_gguf(*src, *tk_, kTok, true, 160);
-  paths_.push_back(p);
-  auto gguf = must(io::open_weights(p.string()));
-  auto int8 = must(models::LlamaGenerator::load(cpu(), *gguf, options()));
-  ASSERT_TRUE(int8->config().weight_quant.has_value());
-  EXPECT_EQ(*int8->config().weight_quant, QuantFormat::kQ8_0);
-  models::LlamaGenerator::Options exact = options();
-  exact.quantized_activations = QuantizedActivations::kF32;
-  auto kept = must(models::LlamaGenerator::load(cpu(), *gguf, exact));
-  EXPECT_EQ(*kept->config().weight_quant, QuantFormat::kQ8_0);
-  // Both took the file's blocks as they are: no matrix was dequantized to
-  // f32 on the way (the embedding table, looked up in f32, is).
-  const auto& store = static_cast<const io::GgufStore&>(*gguf);
-  for (const char* m : {"blk.0.attn_q.weight", "blk.4.ffn_down.weight", "blk.2.attn_output.weight"}) {
-    ASSERT_EQ(store.file_type(m), io::GgmlType::kQ8_0) << m;
-    EXPECT_FALSE(store.dequantized(m)) << m;
-  }
-  EXPECT_TRUE(store.dequantized("token_embd.weight"));
-  models::LlamaGenerator::Options f32 = options();
-  f32.weight_dtype = DType::kF32;
-  auto wide = must(models::LlamaGenerator::load(cpu(), *gguf, f32));
-  EXPECT_FALSE(wide->config().weight_quant.has_value());
-  for (int32_t t : {1, 403, 407}) {
-    std::vector<float> q = must(kept->forward(std::span<const int32_t>(&t, 1)));
-    std::vector<float> f = must(wide->forward(std::span<const int32_t>(&t, 1)));
-    std::vector<float> i = must(int8->forward(std::span<const int32_t>(&t, 1)));
-    double mx = 0;
-    for (float v : f) mx = std::max(mx, double(std::fabs(v)));
-    EXPECT_TRUE(testing::all_close(q, f, 0, 1e-4 * mx)) << "token " << t;
-    EXPECT_TRUE(testing::all_close(i, f, 0, 3e-2 * mx)) << "token " << t;
-    EXPECT_EQ(std::max_element(i.begin(), i.end()) - i.begin(), std::max_element(f.begin(), f.end()) - f.begin());
+  for (const auto& [type, format] : {std::pair{8, QuantFormat::kQ8_0}, std::pair{2, QuantFormat::kQ4_0}}) {
+    SCOPED_TRACE(quant_format_name(format));
+    const auto p = std::filesystem::temp_directory_path() /
+                   ("radix-llama-" + std::to_string(::getpid()) + "-" + quant_format_name(format) + "n.gguf");
+    std::ofstream(p, std::ios::binary) << write_gguf(*src, *tk_, kTok, type, 160);
+    paths_.push_back(p);
+    auto gguf = must(io::open_weights(p.string()));
+    auto int8 = must(models::LlamaGenerator::load(cpu(), *gguf, options()));
+    ASSERT_TRUE(int8->config().weight_quant.has_value());
+    EXPECT_EQ(*int8->config().weight_quant, format);
+    models::LlamaGenerator::Options exact = options();
+    exact.quantized_activations = QuantizedActivations::kF32;
+    auto kept = must(models::LlamaGenerator::load(cpu(), *gguf, exact));
+    EXPECT_EQ(*kept->config().weight_quant, format);
+    // Both took the file's blocks as they are: no matrix was dequantized to
+    // f32 on the way (the embedding table, looked up in f32, is).
+    const auto& store = static_cast<const io::GgufStore&>(*gguf);
+    for (const char* m : {"blk.0.attn_q.weight", "blk.4.ffn_down.weight", "blk.2.attn_output.weight"}) {
+      ASSERT_EQ(store.file_type(m), type == 8 ? io::GgmlType::kQ8_0 : io::GgmlType::kQ4_0) << m;
+      EXPECT_FALSE(store.dequantized(m)) << m;
+    }
+    EXPECT_TRUE(store.dequantized("token_embd.weight"));
+    models::LlamaGenerator::Options f32 = options();
+    f32.weight_dtype = DType::kF32;
+    auto wide = must(models::LlamaGenerator::load(cpu(), *gguf, f32));
+    EXPECT_FALSE(wide->config().weight_quant.has_value());
+    for (int32_t t : {1, 403, 407}) {
+      std::vector<float> q = must(kept->forward(std::span<const int32_t>(&t, 1)));
+      std::vector<float> f = must(wide->forward(std::span<const int32_t>(&t, 1)));
+      std::vector<float> i = must(int8->forward(std::span<const int32_t>(&t, 1)));
+      double mx = 0;
+      for (float v : f) mx = std::max(mx, double(std::fabs(v)));
+      EXPECT_TRUE(testing::all_close(q, f, 0, 1e-4 * mx)) << "token " << t;
+      EXPECT_TRUE(testing::all_close(i, f, 0, 3e-2 * mx)) << "token " << t;
+      EXPECT_EQ(std::max_element(i.begin(), i.end()) - i.begin(), std::max_element(f.begin(), f.end()) - f.begin());
+    }
   }
 }
 
