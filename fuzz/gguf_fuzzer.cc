@@ -3,6 +3,7 @@
 // embedded tokenizer (tokenizer.ggml.*), which is encoded and decoded.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -57,8 +58,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(s.version() == 3, "version " + std::to_string(s.version()));
   FUZZ_CHECK(s.alignment() > 0 && (s.alignment() & (s.alignment() - 1)) == 0, "alignment not a power of two");
   radix::fuzz::exercise_store(s);
-  for (const radix::io::TensorInfo& t : s.tensors())
-    FUZZ_CHECK(s.file_type(t.name).has_value(), "no file type for '" + t.name + "'");
+  for (const radix::io::TensorInfo& t : s.tensors()) {
+    const std::optional<radix::io::GgmlType> type = s.file_type(t.name);
+    FUZZ_CHECK(type.has_value(), "no file type for '" + t.name + "'");
+    // Quantized tensors' blocks: exactly their elements' blocks (split as
+    // the Llama loader splits them); any other tensor has none.
+    auto blocks = s.blocks(t.name);
+    const bool quantized = *type == radix::io::GgmlType::kQ4_0 || *type == radix::io::GgmlType::kQ8_0;
+    FUZZ_CHECK(blocks.ok() == quantized, "blocks('" + t.name + "'): " + blocks.status().to_string());
+    if (quantized) {
+      const size_t block_bytes = *type == radix::io::GgmlType::kQ8_0 ? 34 : 18;
+      FUZZ_CHECK(blocks->size() == static_cast<size_t>(t.shape.count()) / 32 * block_bytes,
+                 "blocks('" + t.name + "') is " + std::to_string(blocks->size()) + " bytes");
+    }
+  }
   FUZZ_CHECK(s.metadata().size() == s.values().size(), "metadata() and values() differ in size");
   for (const auto& [key, v] : s.values()) {
     exercise_value(v, 0);
