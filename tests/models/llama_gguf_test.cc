@@ -201,7 +201,14 @@ TEST_F(LlamaGguf, QuantizedMatricesStayQuantized) {
     auto gguf = must(io::open_weights(p.string()));
     auto int8 = must(models::LlamaGenerator::load(cpu(), *gguf, options()));
     ASSERT_TRUE(int8->config().weight_quant.has_value());
-    EXPECT_EQ(*int8->config().weight_quant, format);
+    // Q4_0 with integer activations on x86 with AVX2: held as Q4_0x16 (16
+    // rows interleaved, Options::q4_rows); q4_rows off keeps Q4_0.
+    const bool rows16 = format == QuantFormat::kQ4_0 && __builtin_cpu_supports("avx2");
+    EXPECT_EQ(*int8->config().weight_quant, rows16 ? QuantFormat::kQ4_0x16 : format);
+    models::LlamaGenerator::Options plain_rows = options();
+    plain_rows.q4_rows = false;
+    auto plain = must(models::LlamaGenerator::load(cpu(), *gguf, plain_rows));
+    EXPECT_EQ(*plain->config().weight_quant, format);
     models::LlamaGenerator::Options exact = options();
     exact.quantized_activations = QuantizedActivations::kF32;
     auto kept = must(models::LlamaGenerator::load(cpu(), *gguf, exact));
@@ -226,6 +233,10 @@ TEST_F(LlamaGguf, QuantizedMatricesStayQuantized) {
       for (float v : f) mx = std::max(mx, double(std::fabs(v)));
       EXPECT_TRUE(testing::all_close(q, f, 0, 1e-4 * mx)) << "token " << t;
       EXPECT_TRUE(testing::all_close(i, f, 0, 3e-2 * mx)) << "token " << t;
+      // The interleaved rows hold the same numbers: the same integer sums
+      // per block, only their f32 accumulation order differs.
+      EXPECT_TRUE(testing::all_close(i, must(plain->forward(std::span<const int32_t>(&t, 1))), 0, 1e-4 * mx))
+          << "token " << t;
       EXPECT_EQ(std::max_element(i.begin(), i.end()) - i.begin(), std::max_element(f.begin(), f.end()) - f.begin());
     }
   }

@@ -79,12 +79,15 @@ std::vector<double> widen(const std::vector<float>& x) { return std::vector<doub
 // activations, the CPU's int8 kernels (on AVX2 hosts) and the tiled
 // fallback (int8_kernels off) agree with the reference on the same
 // (quantized) operands.
+// `target_cpu`: compiled for that CPU (one whose instructions this host
+// runs) instead of the host.
 void check_product(QuantFormat f, int64_t m, int64_t n, int64_t k, int threads,
-                   QuantizedActivations acts = QuantizedActivations::kInt8Blocks) {
+                   QuantizedActivations acts = QuantizedActivations::kInt8Blocks, const std::string& target_cpu = "host") {
   const bool int8 = acts == QuantizedActivations::kInt8Blocks && k % 32 == 0 &&
                     quantized_matmul_in_registers(f, m, n, k, QuantizedMatmulOptions{acts});
   SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
-               " threads " + std::to_string(threads) + (int8 ? " int8 activations" : " f32 activations"));
+               " threads " + std::to_string(threads) + (int8 ? " int8 activations" : " f32 activations") +
+               " target " + target_cpu);
   std::vector<float> wf = testing::random_vec<float>(size_t(n * k), -1, 1, 31);
   std::vector<float> x = testing::random_vec<float>(size_t(m * k), -1, 1, 32);
   io::QuantizedMatrix q = quantize(f, wf, n, k);
@@ -99,6 +102,7 @@ void check_product(QuantFormat f, int64_t m, int64_t n, int64_t k, int threads,
       o.compile = g_opts.compile;
       o.compile.codegen.cpu.threads = threads;
       o.compile.codegen.cpu.int8_kernels = kernels;
+      o.compile.codegen.target_cpu = target_cpu;
       auto exe = must(compile_fn(
           cpu(), o,
           [acts](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s, QuantizedMatmulOptions{acts}); },
@@ -445,6 +449,89 @@ TEST(Quant, SplitGgufBlocksMatchTheLoadersDecoders) {
   EXPECT_NE(odd.status().message().find("multiple of 32"), std::string::npos);
 }
 
+// Q4_0x16 (16 weight rows interleaved): the row-group kernels against the
+// reference on the same quantized numbers. Decode (one row of x, and 3):
+// 1, 2, 3, 4, 5 and 18 row groups (tiles of 4, 3, 2, 1 groups), 1, 9 and 32
+// blocks; prompts (4-, 3-, 2-, 1-row tiles of x: m = 128, 30, 34, 17; k =
+// 16416, past the unpacked tile's stack cap);
+// one and two threads; f32 activations (rows put back in order). The
+// host's kernels (512-bit VNNI on AVX-512 VNNI hosts), and compiled for
+// Zen 3 (AVX2 without VNNI: vpmaddubsw's i16 sums), which any AVX2 host runs.
+TEST(Quant, Q4RowsMatchDequantizedReference) {
+  struct Mnk { int64_t m, n, k; };
+  const Int8Target host = int8_target("");
+  std::vector<std::string> targets = {"host"};
+  if (host.avx2) targets.push_back("znver3");
+  for (const std::string& t : targets)
+    for (Mnk s : {Mnk{1, 16, 32}, Mnk{1, 32, 288}, Mnk{1, 48, 64}, Mnk{1, 64, 1024}, Mnk{1, 80, 96}, Mnk{1, 288, 288},
+                  Mnk{3, 32, 64}, Mnk{128, 16, 288}, Mnk{30, 48, 96}, Mnk{34, 32, 64}, Mnk{17, 16, 32},
+                  Mnk{17, 32, 16416}})
+      check_product(QuantFormat::kQ4_0x16, s.m, s.n, s.k, 1, QuantizedActivations::kInt8Blocks, t);
+  for (const std::string& t : targets) {
+    check_product(QuantFormat::kQ4_0x16, 1, 512, 512, 2, QuantizedActivations::kInt8Blocks, t);
+    check_product(QuantFormat::kQ4_0x16, 64, 256, 512, 2, QuantizedActivations::kInt8Blocks, t);
+  }
+  check_product(QuantFormat::kQ4_0x16, 1, 32, 64, 1, QuantizedActivations::kF32);
+  check_product(QuantFormat::kQ4_0x16, 20, 48, 96, 1, QuantizedActivations::kF32);
+}
+
+// The row-group kernel's instructions: each 4 bytes of x broadcast against
+// 16 rows (vpdpbusd on zmm registers with 512-bit VNNI, else ymm VNNI or
+// vpmaddubsw + vpmaddwd), no horizontal sums, the product replaced.
+TEST(Quant, Q4RowsPutWeightRowsInLanes) {
+  const Int8Target host = int8_target("");
+  if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the int8 kernels are not used here";
+  for (int64_t rows : {1, 64}) {
+    SCOPED_TRACE(std::to_string(rows) + " rows of x");
+    DumpDir dir("x16-" + std::to_string(rows));
+    io::QuantizedMatrix q = quantize(QuantFormat::kQ4_0x16, testing::random_vec<float>(64 * 256, -1, 1, 76), 64, 256);
+    CompileFnOptions o;
+    o.compile.diagnostics.dump = {"bufferize", "asm"};
+    o.compile.diagnostics.dump_dir = dir.path().string();
+    must(compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
+                    Shape(DType::kF32, {rows, 256}), q.values_shape, q.scales_shape));
+    const std::string ir = testing::stage_dump(dir.path(), "bufferize.mlir");
+    const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
+    EXPECT_EQ(ir.find("radix.int8_dot"), std::string::npos) << "the product was not replaced: " << ir;
+    if (host.vnni512) {
+      EXPECT_TRUE(std::regex_search(asm_text, std::regex("vpdpbusd[^\n]*%zmm"))) << asm_text;
+    } else if (host.vnni) {
+      EXPECT_TRUE(std::regex_search(asm_text, std::regex("vpdpbusd[^\n]*%ymm"))) << asm_text;
+    } else {
+      EXPECT_NE(asm_text.find("vpmaddubsw"), std::string::npos) << asm_text;
+    }
+    EXPECT_NE(asm_text.find("vpbroadcastd"), std::string::npos) << asm_text;
+    EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
+  }
+}
+
+// interleave_q4_0_rows moves bytes and scales, never numbers: the host
+// dequantizes both layouts alike, and so does the traced dequantize.
+// Matrices it cannot take are named.
+TEST(Quant, Q4RowsHoldTheSameNumbers) {
+  const int64_t n = 48, k = 96;
+  std::vector<float> w = testing::random_vec<float>(size_t(n * k), -1, 1, 77);
+  io::QuantizedMatrix plain = must(io::quantize_q4_0(w, n, k));
+  io::QuantizedMatrix x16 = must(io::interleave_q4_0_rows(plain));
+  EXPECT_EQ(x16.values_shape.to_string(), "u8[3,3,4,16,4]");
+  EXPECT_EQ(x16.scales_shape.to_string(), "f16[3,3,16]");
+  EXPECT_NE(x16.values, plain.values);
+  const std::vector<float> want = io::dequantize(plain);
+  EXPECT_EQ(io::dequantize(x16), want);
+  EXPECT_EQ(io::dequantize(quantize(QuantFormat::kQ4_0x16, w, n, k)), want);
+  auto exe = must(compile_fn(cpu(), [](Tensor v, Tensor s) { return dequantize(v, s); }, x16.values_shape, x16.scales_shape));
+  EXPECT_EQ(must(must(exe.call(device(x16.values_shape, x16.values), device(x16.scales_shape, x16.scales))).to_host<float>()),
+            want);
+  auto odd = io::interleave_q4_0_rows(must(io::quantize_q4_0(std::vector<float>(24 * 32, 1.0f), 24, 32)));
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("u8[24,16]"), std::string::npos) << odd.status().message();
+  EXPECT_NE(odd.status().message().find("multiple of 16"), std::string::npos) << odd.status().message();
+  auto q8 = io::interleave_q4_0_rows(must(io::quantize_q8_0(std::vector<float>(16 * 32, 1.0f), 16, 32)));
+  ASSERT_FALSE(q8.ok());
+  EXPECT_NE(q8.status().message().find("not a Q4_0 matrix"), std::string::npos) << q8.status().message();
+  EXPECT_EQ(parse_quant_format("Q4_0x16"), QuantFormat::kQ4_0x16);
+}
+
 TEST(Quant, MismatchedShapesFailWithBothShapes) {
   struct Case { Shape x, v, s; const char* want; };
   const Case cases[] = {
@@ -454,6 +541,11 @@ TEST(Quant, MismatchedShapesFailWithBothShapes) {
       {Shape(DType::kF32, {1, 32}), Shape(DType::kU8, {8, 16}), Shape(DType::kF32, {8}), "unknown combination"},
       {Shape(DType::kF32, {1, 63}), Shape(DType::kI8, {8, 64}), Shape(DType::kF32, {8}), "x must be f32[..., 64]"},
       {Shape(DType::kF16, {1, 64}), Shape(DType::kI8, {8, 64}), Shape(DType::kF32, {8}), "x must be f32[..., 64]"},
+      {Shape(DType::kF32, {1, 64}), Shape(DType::kU8, {2, 2, 4, 16, 4}), Shape(DType::kF16, {2, 2, 8}), "f16[2,2,16]"},
+      {Shape(DType::kF32, {1, 64}), Shape(DType::kU8, {2, 2, 4, 8, 4}), Shape(DType::kF16, {2, 2, 16}),
+       "u8[n/16, k/32, 4, 16, 4]"},
+      {Shape(DType::kF32, {1, 32}), Shape(DType::kU8, {2, 2, 4, 16, 4}), Shape(DType::kF16, {2, 2, 16}),
+       "x must be f32[..., 64]"},
   };
   for (const Case& c : cases) {
     auto r = compile_fn(cpu(), [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); }, c.x, c.v, c.s);

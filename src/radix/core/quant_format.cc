@@ -7,22 +7,30 @@ namespace radix {
 
 Shape quantized_values_shape(QuantFormat f, int64_t n, int64_t k) {
   if (f == QuantFormat::kQ4_0) return Shape(DType::kU8, {n, k / 2});
+  if (f == QuantFormat::kQ4_0x16) return Shape(DType::kU8, {n / kQ4RowGroup, k / kQuantBlock, 4, kQ4RowGroup, 4});
   return Shape(DType::kI8, {n, k});
 }
 
 Shape quantized_scales_shape(QuantFormat f, int64_t n, int64_t k) {
   if (f == QuantFormat::kInt8PerChannel) return Shape(DType::kF32, {n});
+  if (f == QuantFormat::kQ4_0x16) return Shape(DType::kF16, {n / kQ4RowGroup, k / kQuantBlock, kQ4RowGroup});
   return Shape(DType::kF16, {n, k / kQuantBlock});
 }
 
 const char* quant_format_name(QuantFormat f) {
-  return f == QuantFormat::kInt8PerChannel ? "int8" : f == QuantFormat::kQ8_0 ? "q8_0" : "q4_0";
+  switch (f) {
+    case QuantFormat::kInt8PerChannel: return "int8";
+    case QuantFormat::kQ8_0: return "q8_0";
+    case QuantFormat::kQ4_0: return "q4_0";
+    case QuantFormat::kQ4_0x16: return "q4_0x16";
+  }
+  return "?";
 }
 
 std::optional<QuantFormat> parse_quant_format(std::string_view name) {
   std::string lower(name);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (QuantFormat f : {QuantFormat::kInt8PerChannel, QuantFormat::kQ8_0, QuantFormat::kQ4_0})
+  for (QuantFormat f : {QuantFormat::kInt8PerChannel, QuantFormat::kQ8_0, QuantFormat::kQ4_0, QuantFormat::kQ4_0x16})
     if (lower == quant_format_name(f)) return f;
   return std::nullopt;
 }

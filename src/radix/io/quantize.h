@@ -21,8 +21,8 @@ namespace radix::io {
 
 struct QuantizedMatrix {
   Shape values_shape, scales_shape;  // as quantized_matmul takes them
-  std::vector<std::byte> values;     // i8 [n, k] or u8 [n, k / 2]
-  std::vector<std::byte> scales;     // f32 [n] or f16 [n, k / 32]
+  std::vector<std::byte> values;     // i8 [n, k], u8 [n, k / 2] or Q4_0x16's
+  std::vector<std::byte> scales;     // f32 [n], f16 [n, k / 32] or Q4_0x16's
 };
 
 // Symmetric int8 per output row: scale = max |w| / 127, q = round(w / scale).
@@ -33,7 +33,8 @@ Result<QuantizedMatrix> quantize_q8_0(std::span<const float> w, int64_t n, int64
 // q = min(15, trunc(w / d + 8.5)); bytes hold elements j and j + 16.
 Result<QuantizedMatrix> quantize_q4_0(std::span<const float> w, int64_t n, int64_t k);
 
-// The one of the three above that format f names.
+// The one of the three above that format f names (Q4_0x16: Q4_0, then
+// interleave_q4_0_rows).
 Result<QuantizedMatrix> quantize(QuantFormat f, std::span<const float> w, int64_t n, int64_t k);
 
 // GGUF blocks of a [n, k] tensor (Q8_0: 34 bytes, Q4_0: 18 bytes per block
@@ -41,6 +42,11 @@ Result<QuantizedMatrix> quantize(QuantFormat f, std::span<const float> w, int64_
 // when `blocks` does not hold exactly n * k / 32 blocks.
 Result<QuantizedMatrix> split_gguf_q8_0(std::span<const std::byte> blocks, int64_t n, int64_t k);
 Result<QuantizedMatrix> split_gguf_q4_0(std::span<const std::byte> blocks, int64_t n, int64_t k);
+
+// A Q4_0 matrix (quantize_q4_0, split_gguf_q4_0) as Q4_0x16 (trace/ops_quant.h):
+// the same bytes and scales, 16 rows interleaved. kInvalidArgument naming
+// the shape when `q4` is not Q4_0 or n is not a multiple of 16.
+Result<QuantizedMatrix> interleave_q4_0_rows(const QuantizedMatrix& q4);
 
 // W as f32 [n, k], computed on the host (the reference the tests hold
 // quantized_matmul to).

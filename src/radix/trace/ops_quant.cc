@@ -33,7 +33,15 @@ std::string shapes(const Tensor& values, const Tensor& scales) {
 
 // (n, k) of W.
 std::pair<int64_t, int64_t> weight_dims(QuantFormat f, const Tensor& values) {
+  if (f == QuantFormat::kQ4_0x16) return {values.dim(0) * kQ4RowGroup, values.dim(1) * kQuantBlock};
   return {values.dim(0), f == QuantFormat::kQ4_0 ? values.dim(1) * 2 : values.dim(1)};
+}
+
+// Q4_0x16's values and scales in the plain Q4_0 layout (u8 [n, k/2],
+// f16 [n, k/32]): row 16R + i's byte 4g + t of block b is values[R, b, g, i, t].
+std::pair<Tensor, Tensor> plain_q4_0(const Tensor& values, const Tensor& scales) {
+  const int64_t n = values.dim(0) * kQ4RowGroup, kb = values.dim(1);
+  return {reshape(transpose(values, {0, 3, 1, 2, 4}), {n, kb * 16}), reshape(transpose(scales, {0, 2, 1}), {n, kb})};
 }
 
 using BodyFn = std::function<Value(mlir::OpBuilder&, mlir::Location, mlir::ValueRange)>;
@@ -45,15 +53,20 @@ using BodyFn = std::function<Value(mlir::OpBuilder&, mlir::Location, mlir::Value
 // kInt8DotAttr with its format, for the CPU backend's integer kernels; with
 // M == 1 its m loop is left out (maps given with m as loop 0 are shifted),
 // so that no unit loop is folded away (which rebuilds the op without marks).
+//
+// The output is [M, N], or [M, N/16, 16] (`row_groups`: Q4_0x16's loops
+// (m, R, i, ...) over W's row groups R and rows i within them), returned as
+// [M, N] either way.
 Tensor emit_contraction(const char* op, const std::vector<Tensor>& inputs,
                         std::vector<std::vector<unsigned>> maps, unsigned n_loops, int64_t M, int64_t N,
-                        const BodyFn& body, const char* int8 = nullptr) {
+                        const BodyFn& body, const char* int8 = nullptr, bool row_groups = false) {
   CompilationContext& ctx = context_for(op, {&inputs[0]});
   mlir::OpBuilder& b = ctx.builder();
   mlir::MLIRContext* mctx = &ctx.mlir_context();
   mlir::Location l = ctx.loc();
   const bool drop_m = int8 != nullptr && M == 1;
   std::vector<unsigned> out_map = {0, 1};
+  if (row_groups) out_map.push_back(2);
   std::vector<Tensor> in = inputs;
   if (drop_m) {
     for (size_t i = 0; i < in.size(); ++i)
@@ -67,10 +80,14 @@ Tensor emit_contraction(const char* op, const std::vector<Tensor>& inputs,
         if (d != 0) shifted.push_back(d - 1);
       m = shifted;
     }
-    out_map = {0};
+    out_map.pop_back();
     --n_loops;
   }
-  const Shape out = drop_m ? Shape(DType::kF32, {N}) : Shape(DType::kF32, {M, N});
+  std::vector<int64_t> out_dims;
+  if (!drop_m) out_dims.push_back(M);
+  if (row_groups) out_dims.insert(out_dims.end(), {N / kQ4RowGroup, kQ4RowGroup});
+  else out_dims.push_back(N);
+  const Shape out(DType::kF32, std::span<const int64_t>(out_dims));
   Value zero = scalar_constant(b, l, DType::kF32, 0);
   Value acc = mlir::linalg::FillOp::create(b, l, mlir::ValueRange{zero}, mlir::ValueRange{empty_tensor(ctx, out)})
                   .getResult(0);
@@ -95,7 +112,7 @@ Tensor emit_contraction(const char* op, const std::vector<Tensor>& inputs,
   g->setAttr(kQuantizedDotAttr, b.getUnitAttr());
   if (int8) g->setAttr(kInt8DotAttr, b.getStringAttr(int8));
   Tensor y = wrap(ctx, g.getResult(0), out);
-  return drop_m ? reshape(y, {M, N}) : y;
+  return drop_m || row_groups ? reshape(y, {M, N}) : y;
 }
 
 Value widen(mlir::OpBuilder& b, mlir::Location l, Value v) {
@@ -135,6 +152,15 @@ Value scaled(mlir::OpBuilder& b, mlir::Location l, Value p, Value scale) {
   return mul(b, l, mlir::arith::SIToFPOp::create(b, l, b.getF32Type(), p), scale);
 }
 
+// Q4_0's integer product of x's bytes (halves a[0], a[1]) and W's nibbles
+// (a[3]) scaled by x's and W's block scales (a[2], a[4]).
+Value q4_int8_body(mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
+  Value p = mlir::arith::AddIOp::create(
+      b, l, mlir::arith::MulIOp::create(b, l, i32(b, l, a[0]), i32(b, l, nibble(b, l, a[3], 0))),
+      mlir::arith::MulIOp::create(b, l, i32(b, l, a[1]), i32(b, l, nibble(b, l, a[3], 4))));
+  return scaled(b, l, p, mul(b, l, a[2], widen(b, l, a[4])));
+}
+
 // x [M, K] f32 (K a multiple of 32) -> (q i8 [M, K/32, 32], d f32 [M, K/32]):
 // d = max|x| / 127 per block of 32, q = round(x / d) (0 where d is 0), so
 // x ~= q * d. llama.cpp's quantize_row_q8_0 with an f32 scale.
@@ -154,9 +180,19 @@ QuantFormat quant_format(const Tensor& values, const Tensor& scales) {
   auto bad = [&](const std::string& why) {
     fail("quantized weights (" + shapes(values, scales) + "): " + why +
          " (int8 per channel: i8[n,k] with f32[n]; Q8_0: i8[n,k] with f16[n,k/32]; Q4_0: u8[n,k/2] with "
-         "f16[n,k/32])");
+         "f16[n,k/32]; Q4_0x16: u8[n/16,k/32,4,16,4] with f16[n/16,k/32,16])");
   };
-  if (values.rank() != 2) bad("values must be a matrix [n, k]");
+  if (values.rank() == 5) {
+    // Q4_0x16: u8 [n/16, k/32, 4, 16, 4] with f16 [n/16, k/32, 16].
+    const int64_t groups = values.dim(0), kb = values.dim(1);
+    if (values.dtype() != DType::kU8 || values.dim(2) != 4 || values.dim(3) != kQ4RowGroup || values.dim(4) != 4)
+      bad("Q4_0x16 values must be u8[n/16, k/32, 4, 16, 4]");
+    if (scales.dtype() != DType::kF16 || scales.rank() != 3 || scales.dim(0) != groups || scales.dim(1) != kb ||
+        scales.dim(2) != kQ4RowGroup)
+      bad("Q4_0x16 block scales must be f16[" + std::to_string(groups) + "," + std::to_string(kb) + ",16]");
+    return QuantFormat::kQ4_0x16;
+  }
+  if (values.rank() != 2) bad("values must be a matrix [n, k] (or Q4_0x16's [n/16, k/32, 4, 16, 4])");
   const int64_t n = values.dim(0);
   if (values.dtype() == DType::kI8 && scales.dtype() == DType::kF32) {
     if (scales.rank() != 1 || scales.dim(0) != n) bad("per-channel scales must be f32[" + std::to_string(n) + "]");
@@ -191,12 +227,19 @@ Tensor dequantize(const Tensor& values, const Tensor& scales) {
       Tensor s = reshape(convert(scales, DType::kF32), {n, k / kQuantBlock, 1, 1});
       return reshape(q * s, {n, k});
     }
+    case QuantFormat::kQ4_0x16: {
+      auto [v, sc] = plain_q4_0(values, scales);
+      return dequantize(v, sc);
+    }
   }
   return values;
 }
 
 bool quantized_matmul_in_registers(QuantFormat format, int64_t rows, int64_t n, int64_t k,
                                    const QuantizedMatmulOptions& options) {
+  if (format == QuantFormat::kQ4_0x16)
+    return options.activations == QuantizedActivations::kInt8Blocks ||
+           quantized_matmul_in_registers(QuantFormat::kQ4_0, rows, n, k, options);
   if (rows <= kQuantizedDotMaxRows) return true;
   if (options.activations != QuantizedActivations::kInt8Blocks || k % kQuantBlock != 0) return false;
   return k >= kQuantizedPromptMinK || (format == QuantFormat::kQ4_0 && n % 8 == 0);
@@ -220,7 +263,26 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
   Tensor x2 = reshape(x, {M, K});
   Tensor y;
   const int64_t KB = K / kQuantBlock;
-  if (!quantized_matmul_in_registers(f, M, N, K, options)) {
+  if (f == QuantFormat::kQ4_0x16 && options.activations != QuantizedActivations::kInt8Blocks) {
+    // f32 activations: the plain Q4_0 product over the rows put back in
+    // order (a copy of W per call; the interleaved rows are for the integer
+    // kernels).
+    auto [v, sc] = plain_q4_0(values, scales);
+    return quantized_matmul(x, v, sc, options);
+  }
+  if (f == QuantFormat::kQ4_0x16) {
+    // Loops (m, R, i, kb, g, t): row 16R + i of W times x's block kb, whose
+    // bytes 4g + t hold elements 4g + t (low nibble, x's first half) and
+    // 16 + 4g + t (high nibble, its second half). Inputs in the order of the
+    // plain Q4_0 product: x's halves [M, KB, 4, 4], x's scales, W's bytes
+    // [N/16, KB, 4, 16, 4] and scales [N/16, KB, 16].
+    auto [xq, xd] = quantize_blocks(x2, M, K);
+    auto [lo, hi] = block_halves(xq, M, K);
+    y = emit_contraction("quantized_matmul", {reshape(lo, {M, KB, 4, 4}), reshape(hi, {M, KB, 4, 4}), xd, values, scales},
+                         {{0, 3, 4, 5}, {0, 3, 4, 5}, {0, 3}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N,
+                         q4_int8_body,
+                         "q4_0x16", /*row_groups=*/true);
+  } else if (!quantized_matmul_in_registers(f, M, N, K, options)) {
     y = dot_general(x2, dequantize(values, scales), DotDims{{}, {}, {1}, {1}});
   } else if (options.activations == QuantizedActivations::kInt8Blocks && K % kQuantBlock == 0) {
     // Loops (m, n, kb, j): integer products of x's and W's bytes, scaled by
@@ -232,12 +294,7 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
       auto [lo, hi] = block_halves(xq, M, K);
       y = emit_contraction("quantized_matmul", {lo, hi, xd, reshape(values, {N, KB, 16}), scales},
                            {{0, 2, 3}, {0, 2, 3}, {0, 2}, {1, 2, 3}, {1, 2}}, 4, M, N,
-                           [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
-                             Value p = mlir::arith::AddIOp::create(
-                                 b, l, mlir::arith::MulIOp::create(b, l, i32(b, l, a[0]), i32(b, l, nibble(b, l, a[3], 0))),
-                                 mlir::arith::MulIOp::create(b, l, i32(b, l, a[1]), i32(b, l, nibble(b, l, a[3], 4))));
-                             return scaled(b, l, p, mul(b, l, a[2], widen(b, l, a[4])));
-                           },
+                           q4_int8_body,
                            "q4_0");
     } else {
       const bool q8 = f == QuantFormat::kQ8_0;

@@ -15,6 +15,15 @@
 //                     in block b of row r, byte j (0..15) of the block's 16
 //                     holds element 32b + j in its low nibble and 32b + j + 16
 //                     in its high nibble: W = (nibble - 8) * scales[r, b]
+//   Q4_0x16           values u8 [n/16, k/32, 4, 16, 4]  scales f16 [n/16, k/32, 16]
+//                     Q4_0 with 16 rows interleaved (n a multiple of 16):
+//                     values[R, b, g, i, t] is byte 4g + t of block b of row
+//                     16R + i, scales[R, b, i] that block's scale. Each 64
+//                     bytes are 4 bytes of 16 rows side by side, the form
+//                     in which the CPU's integer kernels put W's rows in the
+//                     lanes of their accumulators (decode and prompts, with
+//                     integer activations) without rearranging them per
+//                     call (io::interleave_q4_0_rows makes it).
 //
 // The Q formats are GGUF's blocks with the scale of each block of 32 moved
 // to its own array (io/quantize.h splits GGUF blocks and quantizes f32).
@@ -60,6 +69,9 @@ struct QuantizedMatmulOptions {
 // with whole tiles of 8 weight rows run a kernel whose accumulators' lanes
 // are weight rows (the CPU backend's int8 kernels, for k up to 32768),
 // which does repay it.
+// Q4_0x16 reads W in registers at any row count with integer activations;
+// with f32 activations its rows are put back in order per call (a copy of
+// W) and it runs as Q4_0.
 // Other prompts dequantize W once per call to f32 and run the f32 matmul
 // schedule (x stays f32).
 Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales,

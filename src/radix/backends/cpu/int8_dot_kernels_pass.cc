@@ -55,6 +55,10 @@
 // 128 tokens 298 -> 507 tok/s on one core, 348 -> 739 on two; stories15M
 // (k = 288, until then dequantized) 3045 -> 4527 and 6381 -> 9935.
 //
+// Q4_0x16 products (W's rows interleaved by 16 in memory) have a builder of
+// their own (Q4RowsKernelBuilder): the interleaved tiles' lanes-as-rows
+// form for decode and prompts, reading W as it is stored.
+//
 // Wide (AVX-512 VNNI + BW, a 16-lane schedule; not the interleaved
 // tiles): two consecutive blocks share a 512-bit register (emit_block_pairs),
 // so each vpdpbusd, conversion and multiply-add covers 64 products instead
@@ -854,6 +858,306 @@ class KernelBuilder {
   Value wbuf_, sbuf_;  // the interleaved tile's weights and scales
 };
 
+// Q4_0x16 products (trace/ops_quant.cc: loops (m, R, i, kb, g, t), inputs
+// x's halves [M, KB, 4, 4], x's scales [M, KB], W's bytes [N/16, KB, 4, 16,
+// 4] and scales [N/16, KB, 16]; m absent for one row of x). W's 16 rows of
+// a group are the lanes of a 512-bit accumulator (two 256-bit ones on
+// AVX2): per block and group, each of the 4 byte groups g is one 64-byte
+// load holding bytes 4g..4g+3 of all 16 rows, whose low nibbles (a mask)
+// are elements 4g.. and high nibbles (a dword shift and the mask) elements
+// 16 + 4g.. of the block; x's matching 4 bytes are broadcast against them
+// (vpdpbusd: nibbles unsigned, x signed, the low and high halves in two
+// chains; AVX2: vpmaddubsw, a block's 8 i16 pair sums at most 30480, then
+// one vpmaddwd). Q4_0's 8 * sum(x) is subtracted in i32 (corr, once per
+// block of x), and one multiply-add by the 16 rows' scales (one f16 vector
+// load) times x's scale accumulates the block. Per 512 products: 4 loads,
+// 12 unpacking instructions, 8 vpdpbusd and 5 for the block's scaling,
+// where the row-per-accumulator kernel (KernelBuilder) spends about 80
+// (its horizontal sums aside). Tiles: tn / 16 groups times tm rows of x
+// (int8_kernel_plan), over threads when parallel. Prompts unpack each
+// tile's nibbles once into a stack buffer (unpack_tile).
+// Measured on Zen 5 (512-bit VNNI), one process, Q4_0 -> Q4_0x16:
+// [1,4096]·W[4096,4096]ᵀ (in the LLC) 39.6 -> 111 Gweight/s on one core,
+// 75.9 -> 210 on two; [1,4096]·W[32768,4096]ᵀ 37 -> 48 (25-27 GB/s, where a
+// plain read of as many bytes reached 22-23 in the same minutes); prompts
+// [128,768]·W[2048,768]ᵀ alike (167 G products/s, the per-call interleaved
+// tiles above). Code for Zen 3 (AVX2, no VNNI) run on that Zen 5:
+// [1,768]·W[2048,768]ᵀ 26-34 -> 64, but prompts 0.81-0.84x of the 8-row
+// interleaved tiles (not found why: the inner loops are within 10
+// instructions of each other).
+class Q4RowsKernelBuilder {
+ public:
+  Q4RowsKernelBuilder(mlir::linalg::GenericOp op, const Plan& plan)
+      : op_(op), plan_(plan), b_(op), loc_(op.getLoc()) {}
+
+  bool build() {
+    llvm::SmallVector<int64_t> r = op_.getStaticLoopRanges();
+    if (r.size() != 5 && r.size() != 6) return false;
+    has_m_ = r.size() == 6;
+    M_ = has_m_ ? r[0] : 1;
+    const int64_t NR = r[has_m_ ? 1 : 0];
+    KB_ = r[has_m_ ? 3 : 2];
+    const int64_t m_dims = has_m_ ? 1 : 0;
+    auto shape_is = [&](int i, llvm::ArrayRef<int64_t> want) {
+      auto mt = llvm::dyn_cast<mlir::MemRefType>(op_->getOperand(unsigned(i)).getType());
+      return mt && mt.isLastDimUnitStride() && mt.getShape() == want;
+    };
+    llvm::SmallVector<int64_t> xs, xds, outs;
+    if (has_m_) xs = xds = outs = {M_};
+    xs.append({KB_, 4, 4});
+    xds.push_back(KB_);
+    outs.append({NR, 16});
+    groups_ = plan_.tn / 16;
+    if (op_.getNumDpsInputs() != 5 || op_.getNumDpsInits() != 1 || !op_.hasPureBufferSemantics() ||
+        r[m_dims + 1] != 16 || r[m_dims + 3] != 4 || r[m_dims + 4] != 4 || groups_ < 1 || NR % groups_ != 0 ||
+        M_ % plan_.tm != 0 || !shape_is(0, xs) || !shape_is(1, xs) || !shape_is(2, xds) ||
+        !shape_is(3, {NR, KB_, 4, 16, 4}) || !shape_is(4, {NR, KB_, 16}) || !shape_is(5, outs))
+      return false;
+    lanes_ = plan_.wide ? 16 : 8;
+    fill_corrections();
+    const int64_t tiles = NR / groups_;
+    const bool parallel = plan_.parallel && tiles > 1;
+    // Prompts: each tile's nibbles unpacked once into a stack buffer that all
+    // rows of x then read (see unpack_tile); one buffer per thread.
+    const bool unpack = plan_.blocked && groups_ == 1 && KB_ * 8 * 64 <= kMaxUnpackedBytes;
+    unpacked_ = nullptr;
+    if (unpack && !parallel) alloc_unpacked();
+    auto body = [&](mlir::OpBuilder& b, Value tile) {
+      mlir::OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+      Value r0 = mlir::arith::MulIOp::create(b_, loc_, tile, idx(groups_));
+      if (unpack) {
+        if (parallel) {
+          // An alloca_scope in the loop body: canonicalize hoists its
+          // allocation to the OpenMP region's start, once per thread (the
+          // int8 kernels' tile buffers above do the same).
+          auto scope = mlir::memref::AllocaScopeOp::create(b_, loc_, mlir::TypeRange{});
+          mlir::Block* blk = new mlir::Block();
+          scope.getBodyRegion().push_back(blk);
+          b_.setInsertionPointToStart(blk);
+          mlir::memref::AllocaScopeReturnOp::create(b_, loc_, mlir::ValueRange{});
+          b_.setInsertionPointToStart(blk);
+          alloc_unpacked();
+        }
+        unpack_tile(r0);
+      }
+      // AVX2 prompts: the two 8-row halves of a group one after the other
+      // (x's broadcasts, the same loads for both, would otherwise be kept
+      // for the second half: spilled from AVX2's 16 registers, 0.84x).
+      const int64_t halves = 16 / lanes_, passes = plan_.blocked ? halves : 1;
+      for (int64_t h = 0; h < passes; ++h) {
+        mlir::OpBuilder::InsertionGuard pass(b_);
+        auto rows = mlir::scf::ForOp::create(b_, loc_, idx(0), idx(M_), idx(plan_.tm));
+        b_.setInsertionPointToStart(rows.getBody());
+        emit_tile(rows.getInductionVar(), r0, h * (halves / passes), halves / passes);
+      }
+    };
+    if (parallel) {
+      mlir::scf::ForallOp::create(b_, loc_, llvm::ArrayRef<mlir::OpFoldResult>{b_.getIndexAttr(tiles)},
+                                  mlir::ValueRange{}, std::nullopt,
+                                  [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange iv) {
+                                    body(b, iv[0]);
+                                    mlir::scf::InParallelOp::create(b, l);
+                                  });
+    } else {
+      auto loop = mlir::scf::ForOp::create(b_, loc_, idx(0), idx(tiles), idx(1));
+      mlir::OpBuilder inner(loop.getBody(), loop.getBody()->begin());
+      body(inner, loop.getInductionVar());
+    }
+    mlir::memref::DeallocOp::create(b_, loc_, corr_);
+    op_.erase();
+    return true;
+  }
+
+ private:
+  Value idx(int64_t v) { return mlir::arith::ConstantIndexOp::create(b_, loc_, v); }
+  Value operand(int i) { return op_->getOperand(static_cast<unsigned>(i)); }
+  Value intrinsic(const char* name, mlir::Type result, mlir::ValueRange args) {
+    return mlir::LLVM::CallIntrinsicOp::create(b_, loc_, result, b_.getStringAttr(name), args).getResult(0);
+  }
+  Value splat(mlir::VectorType t, mlir::TypedAttr v) {
+    return mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(t, v));
+  }
+  // Indices of an operand of x (m first where the op has it).
+  llvm::SmallVector<Value> at_m(Value m, llvm::ArrayRef<Value> rest) {
+    llvm::SmallVector<Value> out;
+    if (has_m_) out.push_back(m);
+    out.append(rest.begin(), rest.end());
+    return out;
+  }
+  // x's 4 bytes g of half `half` (0: elements 0..15 of the block, 1: 16..31) at (m, kb).
+  Value x_word(int half, Value m, Value kb, int64_t g) {
+    return mlir::vector::LoadOp::create(b_, loc_, mlir::VectorType::get({4}, b_.getI8Type()), operand(half),
+                                        at_m(m, {kb, idx(g), idx(0)}));
+  }
+
+  // corr_[m, kb] = 8 * the sum of x's 32 bytes in block kb (i32).
+  void fill_corrections() {
+    auto i32 = b_.getI32Type();
+    corr_ = mlir::memref::AllocOp::create(b_, loc_, mlir::MemRefType::get({M_, KB_}, i32), b_.getI64IntegerAttr(32));
+    mlir::OpBuilder::InsertionGuard g(b_);
+    auto rows = mlir::scf::ForOp::create(b_, loc_, idx(0), idx(M_), idx(1));
+    b_.setInsertionPointToStart(rows.getBody());
+    auto blocks = mlir::scf::ForOp::create(b_, loc_, idx(0), idx(KB_), idx(1));
+    b_.setInsertionPointToStart(blocks.getBody());
+    Value m = rows.getInductionVar(), kb = blocks.getInductionVar();
+    auto v4i32 = mlir::VectorType::get({4}, i32);
+    Value sum = splat(v4i32, b_.getI32IntegerAttr(0));
+    for (int half = 0; half < 2; ++half)
+      for (int64_t grp = 0; grp < 4; ++grp)
+        sum = mlir::arith::AddIOp::create(b_, loc_, sum, mlir::arith::ExtSIOp::create(b_, loc_, v4i32, x_word(half, m, kb, grp)));
+    sum = mlir::arith::MulIOp::create(b_, loc_, sum, splat(v4i32, b_.getI32IntegerAttr(8)));
+    Value total = mlir::vector::ReductionOp::create(b_, loc_, mlir::vector::CombiningKind::ADD, sum);
+    mlir::memref::StoreOp::create(b_, loc_, total, corr_, mlir::ValueRange{m, kb});
+  }
+
+  // A prompt tile's unpacked nibbles: unpacked_[kb, c, 0..63] holds byte
+  // group c's low nibbles (c < 4) or group c - 4's high ones, 16 rows x 4.
+  void alloc_unpacked() {
+    unpacked_ = mlir::memref::AllocaOp::create(b_, loc_, mlir::MemRefType::get({KB_, 8, 64}, b_.getI8Type()),
+                                               b_.getI64IntegerAttr(64));
+  }
+
+  // The 16 rows of group r0 unpacked into unpacked_, once per tile: the M
+  // rows of x then load them where each row tile would otherwise unpack
+  // them again (3 instructions per 64 bytes, on the ports the products need).
+  void unpack_tile(Value r0) {
+    auto v64i8 = mlir::VectorType::get({64}, b_.getI8Type());
+    auto v16i32 = mlir::VectorType::get({16}, b_.getI32Type());
+    auto blocks = mlir::scf::ForOp::create(b_, loc_, idx(0), idx(KB_), idx(1));
+    mlir::OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(blocks.getBody());
+    Value kb = blocks.getInductionVar(), c0 = idx(0);
+    Value mask = splat(v64i8, b_.getI8IntegerAttr(15)), four = splat(v16i32, b_.getI32IntegerAttr(4));
+    for (int64_t grp = 0; grp < 4; ++grp) {
+      Value bytes = mlir::vector::LoadOp::create(b_, loc_, v64i8, operand(3), llvm::SmallVector<Value>{r0, kb, idx(grp), c0, c0});
+      Value lo = mlir::arith::AndIOp::create(b_, loc_, bytes, mask);
+      Value words = mlir::vector::BitCastOp::create(b_, loc_, v16i32, bytes);
+      Value hi = mlir::arith::AndIOp::create(
+          b_, loc_, mlir::vector::BitCastOp::create(b_, loc_, v64i8, mlir::arith::ShRUIOp::create(b_, loc_, words, four)), mask);
+      mlir::vector::StoreOp::create(b_, loc_, lo, unpacked_, mlir::ValueRange{kb, idx(grp), c0});
+      mlir::vector::StoreOp::create(b_, loc_, hi, unpacked_, mlir::ValueRange{kb, idx(4 + grp), c0});
+    }
+  }
+
+  // tm rows of x from m0 times groups_ row groups from r0: their rows
+  // [L h0, L (h0 + H)) of each group (H halves of L lanes).
+  void emit_tile(Value m0, Value r0, int64_t h0, int64_t H) {
+    const int64_t tm = plan_.tm, G = groups_, L = lanes_;
+    mlir::Type f32 = b_.getF32Type(), i32 = b_.getI32Type();
+    auto vLf32 = mlir::VectorType::get({L}, f32);
+    auto vLi32 = mlir::VectorType::get({L}, i32);
+    auto vLf16 = mlir::VectorType::get({L}, b_.getF16Type());
+    auto vBi8 = mlir::VectorType::get({4 * L}, b_.getI8Type());
+    auto v16i16 = mlir::VectorType::get({16}, b_.getI16Type());
+    const bool vnni = plan_.vnni || plan_.wide;
+    // VNNI: the low and high nibbles' products in chains of their own while
+    // the tile has fewer than 8 accumulators (vpdpbusd's latency), else one
+    // chain per accumulator (registers).
+    const bool two_chains = tm * G * H < 8;
+    const char* vpdpbusd = L == 16 ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256";
+    Value c0 = idx(0);
+    std::vector<Value> m{m0}, rg{r0};
+    for (int64_t i = 1; i < tm; ++i) m.push_back(mlir::arith::AddIOp::create(b_, loc_, m0, idx(i)));
+    for (int64_t q = 1; q < G; ++q) rg.push_back(mlir::arith::AddIOp::create(b_, loc_, r0, idx(q)));
+    // acc[(i * G + q) * H + h]: row m[i] of x times rows 16 rg[q] + L h .. + L.
+    auto at = [&](int64_t i, int64_t q, int64_t h) { return size_t((i * G + q) * H + h); };
+    llvm::SmallVector<Value> init(size_t(tm * G * H), splat(vLf32, b_.getF32FloatAttr(0)));
+    auto blocks = mlir::scf::ForOp::create(b_, loc_, c0, idx(KB_), idx(1), init);
+    {
+      mlir::OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(blocks.getBody());
+      Value kb = blocks.getInductionVar();
+      llvm::SmallVector<Value> acc(blocks.getRegionIterArgs().begin(), blocks.getRegionIterArgs().end());
+      // Integer sums: VNNI two chains (low, high nibbles), AVX2 one of i16 pairs.
+      std::vector<Value> lo_sum(acc.size()), hi_sum(acc.size());
+      Value mask = splat(vBi8, b_.getI8IntegerAttr(15));
+      Value four = splat(mlir::VectorType::get({L}, i32), b_.getI32IntegerAttr(4));
+      for (int64_t grp = 0; grp < 4; ++grp) {
+        std::vector<Value> xl(static_cast<size_t>(tm)), xh(static_cast<size_t>(tm));
+        for (int64_t i = 0; i < tm; ++i) {
+          auto bcast = [&](int half) {
+            Value word = mlir::vector::BitCastOp::create(b_, loc_, mlir::VectorType::get({1}, i32), x_word(half, m[size_t(i)], kb, grp));
+            return mlir::vector::BitCastOp::create(b_, loc_, vBi8, mlir::vector::BroadcastOp::create(b_, loc_, vLi32, word)).getResult();
+          };
+          xl[size_t(i)] = bcast(0);
+          xh[size_t(i)] = bcast(1);
+        }
+        for (int64_t q = 0; q < G; ++q)
+          for (int64_t h = 0; h < H; ++h) {
+            Value lo, hi;
+            if (unpacked_) {
+              lo = mlir::vector::LoadOp::create(b_, loc_, vBi8, unpacked_, mlir::ValueRange{kb, idx(grp), idx((h0 + h) * 4 * L)});
+              hi = mlir::vector::LoadOp::create(b_, loc_, vBi8, unpacked_, mlir::ValueRange{kb, idx(4 + grp), idx((h0 + h) * 4 * L)});
+            } else {
+              Value bytes = mlir::vector::LoadOp::create(
+                  b_, loc_, vBi8, operand(3), llvm::SmallVector<Value>{rg[size_t(q)], kb, idx(grp), idx((h0 + h) * L), c0});
+              lo = mlir::arith::AndIOp::create(b_, loc_, bytes, mask);
+              Value words = mlir::vector::BitCastOp::create(b_, loc_, vLi32, bytes);
+              hi = mlir::arith::AndIOp::create(
+                  b_, loc_, mlir::vector::BitCastOp::create(b_, loc_, vBi8, mlir::arith::ShRUIOp::create(b_, loc_, words, four)), mask);
+            }
+            for (int64_t i = 0; i < tm; ++i) {
+              const size_t a = at(i, q, h);
+              if (vnni) {
+                Value zero = splat(vLi32, b_.getI32IntegerAttr(0));
+                lo_sum[a] = intrinsic(vpdpbusd, vLi32, {grp ? lo_sum[a] : zero, lo, xl[size_t(i)]});
+                if (two_chains)
+                  hi_sum[a] = intrinsic(vpdpbusd, vLi32, {grp ? hi_sum[a] : zero, hi, xh[size_t(i)]});
+                else
+                  lo_sum[a] = intrinsic(vpdpbusd, vLi32, {lo_sum[a], hi, xh[size_t(i)]});
+              } else {
+                Value p = mlir::arith::AddIOp::create(b_, loc_, intrinsic("llvm.x86.avx2.pmadd.ub.sw", v16i16, {lo, xl[size_t(i)]}),
+                                                      intrinsic("llvm.x86.avx2.pmadd.ub.sw", v16i16, {hi, xh[size_t(i)]}));
+                lo_sum[a] = grp ? mlir::arith::AddIOp::create(b_, loc_, lo_sum[a], p).getResult() : p;
+              }
+            }
+          }
+      }
+      Value ones = splat(v16i16, b_.getI16IntegerAttr(1));
+      for (int64_t q = 0; q < G; ++q)
+        for (int64_t h = 0; h < H; ++h) {
+          Value half_scales = mlir::vector::LoadOp::create(b_, loc_, vLf16, operand(4),
+                                                           llvm::SmallVector<Value>{rg[size_t(q)], kb, idx((h0 + h) * L)});
+          Value ws = mlir::arith::ExtFOp::create(b_, loc_, vLf32, half_scales);
+          for (int64_t i = 0; i < tm; ++i) {
+            const size_t a = at(i, q, h);
+            Value sums = vnni && two_chains ? mlir::arith::AddIOp::create(b_, loc_, lo_sum[a], hi_sum[a]).getResult()
+                         : vnni ? lo_sum[a]
+                              : intrinsic("llvm.x86.avx2.pmadd.wd", vLi32, {lo_sum[a], ones});
+            Value c = mlir::memref::LoadOp::create(b_, loc_, corr_, llvm::SmallVector<Value>{m[size_t(i)], kb});
+            sums = mlir::arith::SubIOp::create(b_, loc_, sums, mlir::vector::BroadcastOp::create(b_, loc_, vLi32, c));
+            Value f = mlir::arith::SIToFPOp::create(b_, loc_, vLf32, sums);
+            Value d = mlir::memref::LoadOp::create(b_, loc_, operand(2), at_m(m[size_t(i)], {kb}));
+            Value sc = mlir::arith::MulFOp::create(b_, loc_, ws, mlir::vector::BroadcastOp::create(b_, loc_, vLf32, d));
+            acc[a] = mlir::vector::FMAOp::create(b_, loc_, f, sc, acc[a]);
+          }
+        }
+      mlir::scf::YieldOp::create(b_, loc_, acc);
+    }
+    Value out = op_.getDpsInitOperand(0)->get();
+    for (int64_t i = 0; i < tm; ++i)
+      for (int64_t q = 0; q < G; ++q)
+        for (int64_t h = 0; h < H; ++h) {
+          llvm::SmallVector<Value> where = at_m(m[size_t(i)], {rg[size_t(q)], idx((h0 + h) * L)});
+          Value v = blocks.getResult(unsigned(at(i, q, h)));
+          if (!plan_.overwrite)
+            v = mlir::arith::AddFOp::create(b_, loc_, mlir::vector::LoadOp::create(b_, loc_, vLf32, out, where), v);
+          mlir::vector::StoreOp::create(b_, loc_, v, out, where);
+        }
+  }
+
+  mlir::linalg::GenericOp op_;
+  Plan plan_;
+  mlir::OpBuilder b_;
+  mlir::Location loc_;
+  bool has_m_ = true;
+  int64_t M_ = 1, KB_ = 0, groups_ = 1, lanes_ = 8;
+  Value corr_, unpacked_;
+  // The unpacked tile's stack bytes at most (KB * 512: k up to 16384).
+  static constexpr int64_t kMaxUnpackedBytes = 256 * 1024;
+};
+
 class Int8DotKernelsPass : public mlir::PassWrapper<Int8DotKernelsPass, mlir::OperationPass<mlir::ModuleOp>> {
  public:
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(Int8DotKernelsPass)
@@ -878,11 +1182,13 @@ class Int8DotKernelsPass : public mlir::PassWrapper<Int8DotKernelsPass, mlir::Op
       g->removeAttr(kInt8KernelAttr);
       g->removeAttr(kInt8OverwriteAttr);
       std::optional<Roles> roles = format ? roles_of(format.getValue()) : std::nullopt;
+      const bool q4_rows = format && format.getValue() == "q4_0x16";
       bool built = false;
-      if (plan_attr && plan_attr.size() == 7 && roles) {
+      if (plan_attr && plan_attr.size() == 7 && (roles || q4_rows)) {
         llvm::ArrayRef<int64_t> p = plan_attr.asArrayRef();
         const Plan plan{p[0], p[1], p[2] != 0, p[3] != 0, p[4] != 0, p[5] != 0, p[6] != 0, overwrite};
-        if (plan.tm >= 1 && plan.tn >= 1) built = KernelBuilder(g, *roles, plan).build();
+        if (plan.tm >= 1 && plan.tn >= 1)
+          built = q4_rows ? Q4RowsKernelBuilder(g, plan).build() : KernelBuilder(g, *roles, plan).build();
       }
       if (!built && overwrite) {
         // Left as a generic (plain loops, which accumulate): zeros first.

@@ -459,10 +459,36 @@ constexpr const char* kInt8DotAttr = "radix.int8_dot";
 constexpr int64_t kInt8BlockedMinRows = 16;
 constexpr int64_t kInt8InterleavedMaxK = 32768;
 
+// Q4_0x16 (16 weight rows interleaved in W's bytes: loops (m, R, i, kb, g,
+// t), see the pass): tiles of G row groups (16 G weight rows, the lanes of
+// G accumulators of 16 lanes, or 2G of 8) times tm rows of x. Decode: one
+// row of x; with 512-bit vectors 4 groups (8 independent vpdpbusd chains),
+// with 256-bit ones 1 (its two halves already give 2 accumulators).
+// Measured on Zen 5, one core, [1,4096]·W[32768,4096]ᵀ (out of cache) with
+// G = 4 / 1 / 2: 48-51 / 46 / 39 Gweight/s (1 group with blocks in pairs
+// or fours: 46-47; software prefetching of the next blocks or tile: 0.7-1.0x);
+// code for Zen 3 (AVX2) run there, [1,768]·W[2048,768]ᵀ: G = 1 64, G = 2 53.
+// Prompts: 4 rows of x per group (the weights then come from L1 for every
+// row tile; 2 groups x 4 rows, 4 x 2 and 4 x 4 measured 0.90-1.0x).
+// Same plan fields as int8_kernel_plan, tn = 16 G, interleaved set.
+std::optional<std::vector<int64_t>> q4_rows_kernel_plan(llvm::ArrayRef<int64_t> r, int threads, const Int8Target& host) {
+  if (r.size() != 5 && r.size() != 6) return std::nullopt;
+  const bool has_m = r.size() == 6;
+  const int64_t M = has_m ? r[0] : 1, NR = r[has_m ? 1 : 0], K = r[has_m ? 3 : 2] * 32, N = NR * 16;
+  const bool blocked = M > kInt8BlockedMinRows;
+  const bool wide = host.vnni512;
+  const int64_t tm = blocked ? largest_divisor(M, {4, 3, 2, 1}) : 1;
+  const int64_t groups = blocked || !wide ? 1 : largest_divisor(NR, {4, 3, 2, 1});
+  const bool parallel = threads > 1 && NR / groups >= threads && M * N * K >= min_dot_work(M);
+  return std::vector<int64_t>{tm, 16 * groups, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0, 1, wide ? 1 : 0};
+}
+
 std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, int threads,
                                                     const Int8Target& host) {
   if (!host.avx2 || !op->hasAttr(kInt8DotAttr) || !all_static(op)) return std::nullopt;
   llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  if (auto f = op->getAttrOfType<mlir::StringAttr>(kInt8DotAttr); f && f.getValue() == "q4_0x16")
+    return q4_rows_kernel_plan(r, threads, host);
   if (r.size() != 3 && r.size() != 4) return std::nullopt;
   const bool has_m = r.size() == 4;
   const int64_t M = has_m ? r[0] : 1, N = r[has_m ? 1 : 0], K = r[has_m ? 2 : 1] * 32;

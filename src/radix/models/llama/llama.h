@@ -16,6 +16,8 @@
 // Matrices are [out, in] (PyTorch's Linear layout): y = x · wᵀ.
 #pragma once
 
+#include <array>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -94,6 +96,9 @@ struct LlamaLayer {
   // order (kScale* below). Empty otherwise.
   std::vector<T> scales;
   enum : size_t { kScaleQ, kScaleK, kScaleV, kScaleO, kScale1, kScale2, kScale3 };
+  // The seven matrices in the scales' order (kScaleQ .. kScale3).
+  std::array<T*, 7> matrices() { return {&wq, &wk, &wv, &wo, &w1, &w2, &w3}; }
+  std::array<const T*, 7> matrices() const { return {&wq, &wk, &wv, &wo, &w1, &w2, &w3}; }
   template <class V> void visit(V&& v) {
     v("attention_norm", attention_norm);
     v("attention.wq", wq);
