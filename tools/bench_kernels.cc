@@ -7,7 +7,7 @@
 //    attention scores q . k^T.
 //  * decode mat-vec x[1,4096] . W[4096,4096]^T (GB/s of W's bytes; peers
 //    sgemv, sgemm, oneDNN, and a loop summing W: the read bandwidth).
-//  * the same mat-vec with W quantized (int8, Q8_0, Q4_0, Q4_0x16), in weights / ns;
+//  * the same mat-vec with W quantized (int8, Q8_0, Q4_0, Q8_0x16, Q4_0x16), in weights / ns;
 //    peers the f32 product (Radix, sgemv) and reading the quantized bytes.
 //  * elementwise chain, row softmax, RMSNorm (GB/s of bytes read + written;
 //    peers a C++ loop and memcpy of the same traffic).
@@ -727,7 +727,8 @@ std::vector<KernelCase> kernel_cases(const BenchOptions& o) {
   gemm({"matvec decode 1x4096 . W[4096,4096]^T", 1, 1, 4096, 4096, true, true});
   // Weights per ns (peers Radix f32, sgemv, reading the quantized bytes).
   for (auto [f, label] : {std::pair{QuantFormat::kInt8PerChannel, "int8"}, std::pair{QuantFormat::kQ8_0, "Q8_0"},
-                          std::pair{QuantFormat::kQ4_0, "Q4_0"}, std::pair{QuantFormat::kQ4_0x16, "Q4_0x16"}}) {
+                          std::pair{QuantFormat::kQ4_0, "Q4_0"}, std::pair{QuantFormat::kQ8_0x16, "Q8_0x16"},
+                          std::pair{QuantFormat::kQ4_0x16, "Q4_0x16"}}) {
     const std::string qn = std::string("matvec decode 1x4096 . W[4096,4096]^T ") + label;
     cases.push_back({qn, [=](const BenchOptions& op, BenchTable& t) { quant_matvec_case(qn, f, 4096, 4096, op, t); }});
   }

@@ -475,16 +475,30 @@ TEST(Quant, Q4RowsMatchDequantizedReference) {
   check_product(QuantFormat::kQ4_0x16, 20, 48, 96, 1, QuantizedActivations::kF32);
 }
 
+// Q8_0x16: the same shapes through the VNNI kernels (W's signed bytes read
+// as w + 128); without VNNI the product is plain loops, still checked.
+TEST(Quant, Q8RowsMatchDequantizedReference) {
+  struct Mnk { int64_t m, n, k; };
+  for (Mnk s : {Mnk{1, 16, 32}, Mnk{1, 32, 288}, Mnk{1, 48, 64}, Mnk{1, 64, 1024}, Mnk{1, 80, 96}, Mnk{3, 32, 64},
+                Mnk{128, 16, 288}, Mnk{30, 48, 96}, Mnk{34, 32, 64}})
+    check_product(QuantFormat::kQ8_0x16, s.m, s.n, s.k, 1);
+  check_product(QuantFormat::kQ8_0x16, 1, 512, 512, 2);
+  check_product(QuantFormat::kQ8_0x16, 64, 256, 512, 2);
+  check_product(QuantFormat::kQ8_0x16, 20, 48, 96, 1, QuantizedActivations::kF32);
+}
+
 // The row-group kernel's instructions: each 4 bytes of x broadcast against
 // 16 rows (vpdpbusd on zmm registers with 512-bit VNNI, else ymm VNNI or
 // vpmaddubsw + vpmaddwd), no horizontal sums, the product replaced.
 TEST(Quant, Q4RowsPutWeightRowsInLanes) {
   const Int8Target host = int8_target("");
   if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the int8 kernels are not used here";
+  for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16})
   for (int64_t rows : {1, 64}) {
-    SCOPED_TRACE(std::to_string(rows) + " rows of x");
-    DumpDir dir("x16-" + std::to_string(rows));
-    io::QuantizedMatrix q = quantize(QuantFormat::kQ4_0x16, testing::random_vec<float>(64 * 256, -1, 1, 76), 64, 256);
+    if (f == QuantFormat::kQ8_0x16 && !host.vnni) continue;  // no kernel without VNNI
+    SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(rows) + " rows of x");
+    DumpDir dir(std::string(name(f)) + "-" + std::to_string(rows));
+    io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, 76), 64, 256);
     CompileFnOptions o;
     o.compile.diagnostics.dump = {"bufferize", "asm"};
     o.compile.diagnostics.dump_dir = dir.path().string();
@@ -505,14 +519,14 @@ TEST(Quant, Q4RowsPutWeightRowsInLanes) {
   }
 }
 
-// interleave_q4_0_rows moves bytes and scales, never numbers: the host
+// interleave_rows moves bytes and scales, never numbers: the host
 // dequantizes both layouts alike, and so does the traced dequantize.
 // Matrices it cannot take are named.
 TEST(Quant, Q4RowsHoldTheSameNumbers) {
   const int64_t n = 48, k = 96;
   std::vector<float> w = testing::random_vec<float>(size_t(n * k), -1, 1, 77);
   io::QuantizedMatrix plain = must(io::quantize_q4_0(w, n, k));
-  io::QuantizedMatrix x16 = must(io::interleave_q4_0_rows(plain));
+  io::QuantizedMatrix x16 = must(io::interleave_rows(plain));
   EXPECT_EQ(x16.values_shape.to_string(), "u8[3,3,4,16,4]");
   EXPECT_EQ(x16.scales_shape.to_string(), "f16[3,3,16]");
   EXPECT_NE(x16.values, plain.values);
@@ -522,14 +536,25 @@ TEST(Quant, Q4RowsHoldTheSameNumbers) {
   auto exe = must(compile_fn(cpu(), [](Tensor v, Tensor s) { return dequantize(v, s); }, x16.values_shape, x16.scales_shape));
   EXPECT_EQ(must(must(exe.call(device(x16.values_shape, x16.values), device(x16.scales_shape, x16.scales))).to_host<float>()),
             want);
-  auto odd = io::interleave_q4_0_rows(must(io::quantize_q4_0(std::vector<float>(24 * 32, 1.0f), 24, 32)));
+  auto odd = io::interleave_rows(must(io::quantize_q4_0(std::vector<float>(24 * 32, 1.0f), 24, 32)));
   ASSERT_FALSE(odd.ok());
   EXPECT_NE(odd.status().message().find("u8[24,16]"), std::string::npos) << odd.status().message();
   EXPECT_NE(odd.status().message().find("multiple of 16"), std::string::npos) << odd.status().message();
-  auto q8 = io::interleave_q4_0_rows(must(io::quantize_q8_0(std::vector<float>(16 * 32, 1.0f), 16, 32)));
-  ASSERT_FALSE(q8.ok());
-  EXPECT_NE(q8.status().message().find("not a Q4_0 matrix"), std::string::npos) << q8.status().message();
+  auto int8 = io::interleave_rows(io::quantize_int8(std::vector<float>(16 * 32, 1.0f), 16, 32));
+  ASSERT_FALSE(int8.ok());
+  EXPECT_NE(int8.status().message().find("not a Q4_0 or Q8_0 matrix"), std::string::npos) << int8.status().message();
   EXPECT_EQ(parse_quant_format("Q4_0x16"), QuantFormat::kQ4_0x16);
+  EXPECT_EQ(parse_quant_format("q8_0x16"), QuantFormat::kQ8_0x16);
+  // Q8_0x16 likewise.
+  io::QuantizedMatrix q8 = must(io::quantize_q8_0(w, n, k));
+  io::QuantizedMatrix q8x16 = must(io::interleave_rows(q8));
+  EXPECT_EQ(q8x16.values_shape.to_string(), "i8[3,3,8,16,4]");
+  EXPECT_EQ(io::dequantize(q8x16), io::dequantize(q8));
+  auto exe8 = must(compile_fn(cpu(), [](Tensor v, Tensor s) { return dequantize(v, s); }, q8x16.values_shape,
+                              q8x16.scales_shape));
+  EXPECT_EQ(must(must(exe8.call(device(q8x16.values_shape, q8x16.values), device(q8x16.scales_shape, q8x16.scales)))
+                     .to_host<float>()),
+            io::dequantize(q8));
 }
 
 TEST(Quant, MismatchedShapesFailWithBothShapes) {

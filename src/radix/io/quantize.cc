@@ -40,19 +40,21 @@ float get_f16(const QuantizedMatrix& m, size_t block) {
   return f16_to_float(bits);
 }
 
-// Q4_0x16 <-> Q4_0 (trace/ops_quant.h): byte 4g + t of block b of row
-// 16R + i sits at values[R, b, g, i, t], its scale at scales[R, b, i].
-// `to_x16` moves plain -> interleaved, otherwise back; n, kb of the matrix.
-void move_q4_0_rows(const QuantizedMatrix& from, QuantizedMatrix& to, int64_t n, int64_t kb, bool to_x16) {
+// Q4_0x16 <-> Q4_0, Q8_0x16 <-> Q8_0 (trace/ops_quant.h): byte 4g + t of
+// block b of row 16R + i sits at values[R, b, g, i, t], its scale at
+// scales[R, b, i]. `to_x16` moves plain -> interleaved, otherwise back; n,
+// kb of the matrix, `bytes` per block (16 or 32).
+void move_rows(const QuantizedMatrix& from, QuantizedMatrix& to, int64_t n, int64_t kb, int64_t bytes, bool to_x16) {
+  const int64_t groups = bytes / 4;
   for (int64_t r = 0; r < n; ++r) {
-    const int64_t R = r / kQ4RowGroup, i = r % kQ4RowGroup;
+    const int64_t R = r / kQuantRowGroup, i = r % kQuantRowGroup;
     for (int64_t b = 0; b < kb; ++b) {
-      const size_t plain_scale = static_cast<size_t>(r * kb + b), x16_scale = static_cast<size_t>((R * kb + b) * kQ4RowGroup + i);
+      const size_t plain_scale = static_cast<size_t>(r * kb + b), x16_scale = static_cast<size_t>((R * kb + b) * kQuantRowGroup + i);
       const size_t ps = 2 * (to_x16 ? plain_scale : x16_scale), pd = 2 * (to_x16 ? x16_scale : plain_scale);
       std::memcpy(to.scales.data() + pd, from.scales.data() + ps, 2);
-      for (int64_t j = 0; j < 16; ++j) {
-        const size_t plain = static_cast<size_t>((r * kb + b) * 16 + j);
-        const size_t x16 = static_cast<size_t>((((R * kb + b) * 4 + j / 4) * kQ4RowGroup + i) * 4 + j % 4);
+      for (int64_t j = 0; j < bytes; ++j) {
+        const size_t plain = static_cast<size_t>((r * kb + b) * bytes + j);
+        const size_t x16 = static_cast<size_t>((((R * kb + b) * groups + j / 4) * kQuantRowGroup + i) * 4 + j % 4);
         to.values[to_x16 ? x16 : plain] = from.values[to_x16 ? plain : x16];
       }
     }
@@ -61,20 +63,21 @@ void move_q4_0_rows(const QuantizedMatrix& from, QuantizedMatrix& to, int64_t n,
 
 }  // namespace
 
-Result<QuantizedMatrix> interleave_q4_0_rows(const QuantizedMatrix& q4) {
-  const Shape& v = q4.values_shape;
-  if (v.dtype() != DType::kU8 || v.rank() != 2 || q4.scales_shape.dtype() != DType::kF16)
-    return invalid_argument("interleave_q4_0_rows: " + v.to_string() + ", " + q4.scales_shape.to_string() +
-                            " is not a Q4_0 matrix (u8[n, k/2] with f16[n, k/32])");
-  const int64_t n = v.dim(0), k = v.dim(1) * 2;
-  if (n % kQ4RowGroup != 0)
-    return invalid_argument("interleave_q4_0_rows: " + v.to_string() + ": n = " + std::to_string(n) +
+Result<QuantizedMatrix> interleave_rows(const QuantizedMatrix& q) {
+  const Shape& v = q.values_shape;
+  const bool q4 = v.dtype() == DType::kU8;
+  if ((!q4 && v.dtype() != DType::kI8) || v.rank() != 2 || q.scales_shape.dtype() != DType::kF16)
+    return invalid_argument("interleave_rows: " + v.to_string() + ", " + q.scales_shape.to_string() +
+                            " is not a Q4_0 or Q8_0 matrix (u8[n, k/2] or i8[n, k] with f16[n, k/32])");
+  const int64_t n = v.dim(0), k = q4 ? v.dim(1) * 2 : v.dim(1);
+  if (n % kQuantRowGroup != 0)
+    return invalid_argument("interleave_rows: " + v.to_string() + ": n = " + std::to_string(n) +
                             " is not a multiple of 16");
-  QuantizedMatrix out = allocate(QuantFormat::kQ4_0x16, n, k);
-  if (q4.values.size() != out.values.size() || q4.scales.size() != out.scales.size())
-    return invalid_argument("interleave_q4_0_rows: " + std::to_string(q4.values.size()) + " bytes and " +
-                            std::to_string(q4.scales.size()) + " scale bytes for " + v.to_string());
-  move_q4_0_rows(q4, out, n, k / kQuantBlock, /*to_x16=*/true);
+  QuantizedMatrix out = allocate(q4 ? QuantFormat::kQ4_0x16 : QuantFormat::kQ8_0x16, n, k);
+  if (q.values.size() != out.values.size() || q.scales.size() != out.scales.size())
+    return invalid_argument("interleave_rows: " + std::to_string(q.values.size()) + " bytes and " +
+                            std::to_string(q.scales.size()) + " scale bytes for " + v.to_string());
+  move_rows(q, out, n, k / kQuantBlock, q4 ? 16 : 32, /*to_x16=*/true);
   return out;
 }
 
@@ -165,7 +168,11 @@ Result<QuantizedMatrix> quantize(QuantFormat f, std::span<const float> w, int64_
     case QuantFormat::kQ4_0: return quantize_q4_0(w, n, k);
     case QuantFormat::kQ4_0x16: {
       RADIX_ASSIGN_OR_RETURN(QuantizedMatrix q, quantize_q4_0(w, n, k));
-      return interleave_q4_0_rows(q);
+      return interleave_rows(q);
+    }
+    case QuantFormat::kQ8_0x16: {
+      RADIX_ASSIGN_OR_RETURN(QuantizedMatrix q, quantize_q8_0(w, n, k));
+      return interleave_rows(q);
     }
   }
   return invalid_argument("quantize: unknown format");
@@ -186,9 +193,10 @@ std::vector<float> round_to_int8_blocks(std::span<const float> x) {
 
 std::vector<float> dequantize(const QuantizedMatrix& m) {
   if (m.values_shape.rank() == 5) {
-    const int64_t n = m.values_shape.dim(0) * kQ4RowGroup, k = m.values_shape.dim(1) * kQuantBlock;
-    QuantizedMatrix plain = allocate(QuantFormat::kQ4_0, n, k);
-    move_q4_0_rows(m, plain, n, k / kQuantBlock, /*to_x16=*/false);
+    const int64_t n = m.values_shape.dim(0) * kQuantRowGroup, k = m.values_shape.dim(1) * kQuantBlock;
+    const bool q4 = m.values_shape.dtype() == DType::kU8;
+    QuantizedMatrix plain = allocate(q4 ? QuantFormat::kQ4_0 : QuantFormat::kQ8_0, n, k);
+    move_rows(m, plain, n, k / kQuantBlock, q4 ? 16 : 32, /*to_x16=*/false);
     return dequantize(plain);
   }
   const int64_t n = m.values_shape.dim(0);

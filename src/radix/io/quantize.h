@@ -33,8 +33,8 @@ Result<QuantizedMatrix> quantize_q8_0(std::span<const float> w, int64_t n, int64
 // q = min(15, trunc(w / d + 8.5)); bytes hold elements j and j + 16.
 Result<QuantizedMatrix> quantize_q4_0(std::span<const float> w, int64_t n, int64_t k);
 
-// The one of the three above that format f names (Q4_0x16: Q4_0, then
-// interleave_q4_0_rows).
+// The one of the three above that format f names (Q4_0x16 / Q8_0x16: Q4_0 /
+// Q8_0, then interleave_rows).
 Result<QuantizedMatrix> quantize(QuantFormat f, std::span<const float> w, int64_t n, int64_t k);
 
 // GGUF blocks of a [n, k] tensor (Q8_0: 34 bytes, Q4_0: 18 bytes per block
@@ -43,10 +43,11 @@ Result<QuantizedMatrix> quantize(QuantFormat f, std::span<const float> w, int64_
 Result<QuantizedMatrix> split_gguf_q8_0(std::span<const std::byte> blocks, int64_t n, int64_t k);
 Result<QuantizedMatrix> split_gguf_q4_0(std::span<const std::byte> blocks, int64_t n, int64_t k);
 
-// A Q4_0 matrix (quantize_q4_0, split_gguf_q4_0) as Q4_0x16 (trace/ops_quant.h):
-// the same bytes and scales, 16 rows interleaved. kInvalidArgument naming
-// the shape when `q4` is not Q4_0 or n is not a multiple of 16.
-Result<QuantizedMatrix> interleave_q4_0_rows(const QuantizedMatrix& q4);
+// A Q4_0 or Q8_0 matrix (quantize_*, split_gguf_*) as Q4_0x16 / Q8_0x16
+// (trace/ops_quant.h): the same bytes and scales, 16 rows interleaved.
+// kInvalidArgument naming the shape when `q` is neither or n is not a
+// multiple of 16.
+Result<QuantizedMatrix> interleave_rows(const QuantizedMatrix& q);
 
 // W as f32 [n, k], computed on the host (the reference the tests hold
 // quantized_matmul to).

@@ -33,15 +33,17 @@ std::string shapes(const Tensor& values, const Tensor& scales) {
 
 // (n, k) of W.
 std::pair<int64_t, int64_t> weight_dims(QuantFormat f, const Tensor& values) {
-  if (f == QuantFormat::kQ4_0x16) return {values.dim(0) * kQ4RowGroup, values.dim(1) * kQuantBlock};
+  if (f == QuantFormat::kQ4_0x16 || f == QuantFormat::kQ8_0x16)
+    return {values.dim(0) * kQuantRowGroup, values.dim(1) * kQuantBlock};
   return {values.dim(0), f == QuantFormat::kQ4_0 ? values.dim(1) * 2 : values.dim(1)};
 }
 
-// Q4_0x16's values and scales in the plain Q4_0 layout (u8 [n, k/2],
-// f16 [n, k/32]): row 16R + i's byte 4g + t of block b is values[R, b, g, i, t].
-std::pair<Tensor, Tensor> plain_q4_0(const Tensor& values, const Tensor& scales) {
-  const int64_t n = values.dim(0) * kQ4RowGroup, kb = values.dim(1);
-  return {reshape(transpose(values, {0, 3, 1, 2, 4}), {n, kb * 16}), reshape(transpose(scales, {0, 2, 1}), {n, kb})};
+// An x16 format's values and scales in the plain layout (Q4_0: u8 [n, k/2],
+// Q8_0: i8 [n, k]; f16 [n, k/32]): row 16R + i's byte 4g + t of block b is
+// values[R, b, g, i, t].
+std::pair<Tensor, Tensor> plain_rows(const Tensor& values, const Tensor& scales) {
+  const int64_t n = values.dim(0) * kQuantRowGroup, kb = values.dim(1), bytes = values.dim(2) * 4;
+  return {reshape(transpose(values, {0, 3, 1, 2, 4}), {n, kb * bytes}), reshape(transpose(scales, {0, 2, 1}), {n, kb})};
 }
 
 using BodyFn = std::function<Value(mlir::OpBuilder&, mlir::Location, mlir::ValueRange)>;
@@ -85,7 +87,7 @@ Tensor emit_contraction(const char* op, const std::vector<Tensor>& inputs,
   }
   std::vector<int64_t> out_dims;
   if (!drop_m) out_dims.push_back(M);
-  if (row_groups) out_dims.insert(out_dims.end(), {N / kQ4RowGroup, kQ4RowGroup});
+  if (row_groups) out_dims.insert(out_dims.end(), {N / kQuantRowGroup, kQuantRowGroup});
   else out_dims.push_back(N);
   const Shape out(DType::kF32, std::span<const int64_t>(out_dims));
   Value zero = scalar_constant(b, l, DType::kF32, 0);
@@ -161,6 +163,13 @@ Value q4_int8_body(mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
   return scaled(b, l, p, mul(b, l, a[2], widen(b, l, a[4])));
 }
 
+// Q8_0's integer product of x's and W's bytes (a[0], a[2]) scaled by x's and
+// W's block scales (a[1], a[3]).
+Value q8_int8_body(mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
+  Value p = mlir::arith::MulIOp::create(b, l, i32(b, l, a[0]), i32(b, l, a[2]));
+  return scaled(b, l, p, mul(b, l, a[1], widen(b, l, a[3])));
+}
+
 // x [M, K] f32 (K a multiple of 32) -> (q i8 [M, K/32, 32], d f32 [M, K/32]):
 // d = max|x| / 127 per block of 32, q = round(x / d) (0 where d is 0), so
 // x ~= q * d. llama.cpp's quantize_row_q8_0 with an f32 scale.
@@ -180,19 +189,24 @@ QuantFormat quant_format(const Tensor& values, const Tensor& scales) {
   auto bad = [&](const std::string& why) {
     fail("quantized weights (" + shapes(values, scales) + "): " + why +
          " (int8 per channel: i8[n,k] with f32[n]; Q8_0: i8[n,k] with f16[n,k/32]; Q4_0: u8[n,k/2] with "
-         "f16[n,k/32]; Q4_0x16: u8[n/16,k/32,4,16,4] with f16[n/16,k/32,16])");
+         "f16[n,k/32]; Q4_0x16: u8[n/16,k/32,4,16,4] with f16[n/16,k/32,16]; Q8_0x16: i8[n/16,k/32,8,16,4] with "
+         "f16[n/16,k/32,16])");
   };
   if (values.rank() == 5) {
-    // Q4_0x16: u8 [n/16, k/32, 4, 16, 4] with f16 [n/16, k/32, 16].
+    // Q4_0x16: u8 [n/16, k/32, 4, 16, 4], Q8_0x16: i8 [n/16, k/32, 8, 16, 4];
+    // both with f16 [n/16, k/32, 16].
+    const bool q4 = values.dtype() == DType::kU8;
+    const char* name = q4 ? "Q4_0x16" : "Q8_0x16";
     const int64_t groups = values.dim(0), kb = values.dim(1);
-    if (values.dtype() != DType::kU8 || values.dim(2) != 4 || values.dim(3) != kQ4RowGroup || values.dim(4) != 4)
-      bad("Q4_0x16 values must be u8[n/16, k/32, 4, 16, 4]");
+    if ((!q4 && values.dtype() != DType::kI8) || values.dim(2) != (q4 ? 4 : 8) || values.dim(3) != kQuantRowGroup ||
+        values.dim(4) != 4)
+      bad(std::string(name) + " values must be " + (q4 ? "u8[n/16, k/32, 4, 16, 4]" : "i8[n/16, k/32, 8, 16, 4]"));
     if (scales.dtype() != DType::kF16 || scales.rank() != 3 || scales.dim(0) != groups || scales.dim(1) != kb ||
-        scales.dim(2) != kQ4RowGroup)
-      bad("Q4_0x16 block scales must be f16[" + std::to_string(groups) + "," + std::to_string(kb) + ",16]");
-    return QuantFormat::kQ4_0x16;
+        scales.dim(2) != kQuantRowGroup)
+      bad(std::string(name) + " block scales must be f16[" + std::to_string(groups) + "," + std::to_string(kb) + ",16]");
+    return q4 ? QuantFormat::kQ4_0x16 : QuantFormat::kQ8_0x16;
   }
-  if (values.rank() != 2) bad("values must be a matrix [n, k] (or Q4_0x16's [n/16, k/32, 4, 16, 4])");
+  if (values.rank() != 2) bad("values must be a matrix [n, k] (or an x16 format's [n/16, k/32, g, 16, 4])");
   const int64_t n = values.dim(0);
   if (values.dtype() == DType::kI8 && scales.dtype() == DType::kF32) {
     if (scales.rank() != 1 || scales.dim(0) != n) bad("per-channel scales must be f32[" + std::to_string(n) + "]");
@@ -227,8 +241,9 @@ Tensor dequantize(const Tensor& values, const Tensor& scales) {
       Tensor s = reshape(convert(scales, DType::kF32), {n, k / kQuantBlock, 1, 1});
       return reshape(q * s, {n, k});
     }
-    case QuantFormat::kQ4_0x16: {
-      auto [v, sc] = plain_q4_0(values, scales);
+    case QuantFormat::kQ4_0x16:
+    case QuantFormat::kQ8_0x16: {
+      auto [v, sc] = plain_rows(values, scales);
       return dequantize(v, sc);
     }
   }
@@ -237,9 +252,10 @@ Tensor dequantize(const Tensor& values, const Tensor& scales) {
 
 bool quantized_matmul_in_registers(QuantFormat format, int64_t rows, int64_t n, int64_t k,
                                    const QuantizedMatmulOptions& options) {
-  if (format == QuantFormat::kQ4_0x16)
+  if (format == QuantFormat::kQ4_0x16 || format == QuantFormat::kQ8_0x16)
     return options.activations == QuantizedActivations::kInt8Blocks ||
-           quantized_matmul_in_registers(QuantFormat::kQ4_0, rows, n, k, options);
+           quantized_matmul_in_registers(format == QuantFormat::kQ4_0x16 ? QuantFormat::kQ4_0 : QuantFormat::kQ8_0, rows,
+                                         n, k, options);
   if (rows <= kQuantizedDotMaxRows) return true;
   if (options.activations != QuantizedActivations::kInt8Blocks || k % kQuantBlock != 0) return false;
   return k >= kQuantizedPromptMinK || (format == QuantFormat::kQ4_0 && n % 8 == 0);
@@ -263,11 +279,12 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
   Tensor x2 = reshape(x, {M, K});
   Tensor y;
   const int64_t KB = K / kQuantBlock;
-  if (f == QuantFormat::kQ4_0x16 && options.activations != QuantizedActivations::kInt8Blocks) {
-    // f32 activations: the plain Q4_0 product over the rows put back in
-    // order (a copy of W per call; the interleaved rows are for the integer
+  const bool x16 = f == QuantFormat::kQ4_0x16 || f == QuantFormat::kQ8_0x16;
+  if (x16 && options.activations != QuantizedActivations::kInt8Blocks) {
+    // f32 activations: the plain product over the rows put back in order
+    // (a copy of W per call; the interleaved rows are for the integer
     // kernels).
-    auto [v, sc] = plain_q4_0(values, scales);
+    auto [v, sc] = plain_rows(values, scales);
     return quantized_matmul(x, v, sc, options);
   }
   if (f == QuantFormat::kQ4_0x16) {
@@ -282,6 +299,14 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
                          {{0, 3, 4, 5}, {0, 3, 4, 5}, {0, 3}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N,
                          q4_int8_body,
                          "q4_0x16", /*row_groups=*/true);
+  } else if (f == QuantFormat::kQ8_0x16) {
+    // Loops (m, R, i, kb, g, t): row 16R + i of W times x's block kb, bytes
+    // 4g + t of both. Inputs as the plain Q8_0 product's: x's bytes [M, KB,
+    // 8, 4], x's scales, W's bytes [N/16, KB, 8, 16, 4] and scales [N/16, KB, 16].
+    auto [xq, xd] = quantize_blocks(x2, M, K);
+    y = emit_contraction("quantized_matmul", {reshape(xq, {M, KB, 8, 4}), xd, values, scales},
+                         {{0, 3, 4, 5}, {0, 3}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N, q8_int8_body, "q8_0x16",
+                         /*row_groups=*/true);
   } else if (!quantized_matmul_in_registers(f, M, N, K, options)) {
     y = dot_general(x2, dequantize(values, scales), DotDims{{}, {}, {1}, {1}});
   } else if (options.activations == QuantizedActivations::kInt8Blocks && K % kQuantBlock == 0) {

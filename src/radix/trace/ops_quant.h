@@ -23,7 +23,10 @@
 //                     in which the CPU's integer kernels put W's rows in the
 //                     lanes of their accumulators (decode and prompts, with
 //                     integer activations) without rearranging them per
-//                     call (io::interleave_q4_0_rows makes it).
+//                     call (io::interleave_rows makes it).
+//   Q8_0x16           values i8 [n/16, k/32, 8, 16, 4]  scales f16 [n/16, k/32, 16]
+//                     Q8_0 with 16 rows interleaved the same way: values[R, b,
+//                     g, i, t] is element 32b + 4g + t of row 16R + i.
 //
 // The Q formats are GGUF's blocks with the scale of each block of 32 moved
 // to its own array (io/quantize.h splits GGUF blocks and quantizes f32).
@@ -69,7 +72,7 @@ struct QuantizedMatmulOptions {
 // with whole tiles of 8 weight rows run a kernel whose accumulators' lanes
 // are weight rows (the CPU backend's int8 kernels, for k up to 32768),
 // which does repay it.
-// Q4_0x16 reads W in registers at any row count with integer activations;
+// The x16 formats read W in registers at any row count with integer activations;
 // with f32 activations its rows are put back in order per call (a copy of
 // W) and it runs as Q4_0.
 // Other prompts dequantize W once per call to f32 and run the f32 matmul

@@ -56,7 +56,7 @@
 // (k = 288, until then dequantized) 3045 -> 4527 and 6381 -> 9935.
 //
 // Q4_0x16 products (W's rows interleaved by 16 in memory) have a builder of
-// their own (Q4RowsKernelBuilder): the interleaved tiles' lanes-as-rows
+// their own (RowsKernelBuilder): the interleaved tiles' lanes-as-rows
 // form for decode and prompts, reading W as it is stored.
 //
 // Wide (AVX-512 VNNI + BW, a 16-lane schedule; not the interleaved
@@ -885,10 +885,12 @@ class KernelBuilder {
 // [1,768]·W[2048,768]ᵀ 26-34 -> 64, but prompts 0.81-0.84x of the 8-row
 // interleaved tiles (not found why: the inner loops are within 10
 // instructions of each other).
-class Q4RowsKernelBuilder {
+class RowsKernelBuilder {
  public:
-  Q4RowsKernelBuilder(mlir::linalg::GenericOp op, const Plan& plan)
-      : op_(op), plan_(plan), b_(op), loc_(op.getLoc()) {}
+  // q8: a Q8_0x16 product (inputs x, x's scales, W, W's scales), else Q4_0x16.
+  RowsKernelBuilder(mlir::linalg::GenericOp op, const Plan& plan, bool q8)
+      : op_(op), plan_(plan), b_(op), loc_(op.getLoc()), q8_(q8), xd_op_(q8 ? 1 : 2), w_op_(xd_op_ + 1),
+        ws_op_(xd_op_ + 2) {}
 
   bool build() {
     llvm::SmallVector<int64_t> r = op_.getStaticLoopRanges();
@@ -904,14 +906,15 @@ class Q4RowsKernelBuilder {
     };
     llvm::SmallVector<int64_t> xs, xds, outs;
     if (has_m_) xs = xds = outs = {M_};
-    xs.append({KB_, 4, 4});
+    const int64_t steps = q8_ ? 8 : 4;  // 4-byte groups of a block's bytes
+    xs.append({KB_, steps, 4});
     xds.push_back(KB_);
     outs.append({NR, 16});
     groups_ = plan_.tn / 16;
-    if (op_.getNumDpsInputs() != 5 || op_.getNumDpsInits() != 1 || !op_.hasPureBufferSemantics() ||
-        r[m_dims + 1] != 16 || r[m_dims + 3] != 4 || r[m_dims + 4] != 4 || groups_ < 1 || NR % groups_ != 0 ||
-        M_ % plan_.tm != 0 || !shape_is(0, xs) || !shape_is(1, xs) || !shape_is(2, xds) ||
-        !shape_is(3, {NR, KB_, 4, 16, 4}) || !shape_is(4, {NR, KB_, 16}) || !shape_is(5, outs))
+    if (op_.getNumDpsInputs() != unsigned(ws_op_ + 1) || op_.getNumDpsInits() != 1 || !op_.hasPureBufferSemantics() ||
+        r[m_dims + 1] != 16 || r[m_dims + 3] != steps || r[m_dims + 4] != 4 || groups_ < 1 || NR % groups_ != 0 ||
+        M_ % plan_.tm != 0 || !shape_is(0, xs) || (!q8_ && !shape_is(1, xs)) || !shape_is(xd_op_, xds) ||
+        !shape_is(w_op_, {NR, KB_, steps, 16, 4}) || !shape_is(ws_op_, {NR, KB_, 16}) || !shape_is(ws_op_ + 1, outs))
       return false;
     lanes_ = plan_.wide ? 16 : 8;
     fill_corrections();
@@ -919,7 +922,7 @@ class Q4RowsKernelBuilder {
     const bool parallel = plan_.parallel && tiles > 1;
     // Prompts: each tile's nibbles unpacked once into a stack buffer that all
     // rows of x then read (see unpack_tile); one buffer per thread.
-    const bool unpack = plan_.blocked && groups_ == 1 && KB_ * 8 * 64 <= kMaxUnpackedBytes;
+    const bool unpack = !q8_ && plan_.blocked && groups_ == 1 && KB_ * 8 * 64 <= kMaxUnpackedBytes;
     unpacked_ = nullptr;
     if (unpack && !parallel) alloc_unpacked();
     auto body = [&](mlir::OpBuilder& b, Value tile) {
@@ -991,7 +994,8 @@ class Q4RowsKernelBuilder {
                                         at_m(m, {kb, idx(g), idx(0)}));
   }
 
-  // corr_[m, kb] = 8 * the sum of x's 32 bytes in block kb (i32).
+  // corr_[m, kb] = 8 (Q4_0: W is nibble - 8) or 128 (Q8_0: W is read as
+  // w + 128) times the sum of x's 32 bytes in block kb (i32).
   void fill_corrections() {
     auto i32 = b_.getI32Type();
     corr_ = mlir::memref::AllocOp::create(b_, loc_, mlir::MemRefType::get({M_, KB_}, i32), b_.getI64IntegerAttr(32));
@@ -1003,10 +1007,10 @@ class Q4RowsKernelBuilder {
     Value m = rows.getInductionVar(), kb = blocks.getInductionVar();
     auto v4i32 = mlir::VectorType::get({4}, i32);
     Value sum = splat(v4i32, b_.getI32IntegerAttr(0));
-    for (int half = 0; half < 2; ++half)
-      for (int64_t grp = 0; grp < 4; ++grp)
+    for (int half = 0; half < (q8_ ? 1 : 2); ++half)
+      for (int64_t grp = 0; grp < (q8_ ? 8 : 4); ++grp)
         sum = mlir::arith::AddIOp::create(b_, loc_, sum, mlir::arith::ExtSIOp::create(b_, loc_, v4i32, x_word(half, m, kb, grp)));
-    sum = mlir::arith::MulIOp::create(b_, loc_, sum, splat(v4i32, b_.getI32IntegerAttr(8)));
+    sum = mlir::arith::MulIOp::create(b_, loc_, sum, splat(v4i32, b_.getI32IntegerAttr(q8_ ? 128 : 8)));
     Value total = mlir::vector::ReductionOp::create(b_, loc_, mlir::vector::CombiningKind::ADD, sum);
     mlir::memref::StoreOp::create(b_, loc_, total, corr_, mlir::ValueRange{m, kb});
   }
@@ -1030,7 +1034,7 @@ class Q4RowsKernelBuilder {
     Value kb = blocks.getInductionVar(), c0 = idx(0);
     Value mask = splat(v64i8, b_.getI8IntegerAttr(15)), four = splat(v16i32, b_.getI32IntegerAttr(4));
     for (int64_t grp = 0; grp < 4; ++grp) {
-      Value bytes = mlir::vector::LoadOp::create(b_, loc_, v64i8, operand(3), llvm::SmallVector<Value>{r0, kb, idx(grp), c0, c0});
+      Value bytes = mlir::vector::LoadOp::create(b_, loc_, v64i8, operand(w_op_), llvm::SmallVector<Value>{r0, kb, idx(grp), c0, c0});
       Value lo = mlir::arith::AndIOp::create(b_, loc_, bytes, mask);
       Value words = mlir::vector::BitCastOp::create(b_, loc_, v16i32, bytes);
       Value hi = mlir::arith::AndIOp::create(
@@ -1073,7 +1077,8 @@ class Q4RowsKernelBuilder {
       std::vector<Value> lo_sum(acc.size()), hi_sum(acc.size());
       Value mask = splat(vBi8, b_.getI8IntegerAttr(15));
       Value four = splat(mlir::VectorType::get({L}, i32), b_.getI32IntegerAttr(4));
-      for (int64_t grp = 0; grp < 4; ++grp) {
+      const int64_t steps = q8_ ? 8 : 4;
+      for (int64_t grp = 0; grp < steps; ++grp) {
         std::vector<Value> xl(static_cast<size_t>(tm)), xh(static_cast<size_t>(tm));
         for (int64_t i = 0; i < tm; ++i) {
           auto bcast = [&](int half) {
@@ -1081,17 +1086,25 @@ class Q4RowsKernelBuilder {
             return mlir::vector::BitCastOp::create(b_, loc_, vBi8, mlir::vector::BroadcastOp::create(b_, loc_, vLi32, word)).getResult();
           };
           xl[size_t(i)] = bcast(0);
-          xh[size_t(i)] = bcast(1);
+          if (!q8_) xh[size_t(i)] = bcast(1);
         }
         for (int64_t q = 0; q < G; ++q)
           for (int64_t h = 0; h < H; ++h) {
             Value lo, hi;
-            if (unpacked_) {
+            if (q8_) {
+              // Signed bytes read as w + 128 (unsigned, as vpdpbusd's first
+              // operand must be): the sums gain 128 * sum(x), in corr_.
+              lo = mlir::arith::XOrIOp::create(
+                  b_, loc_,
+                  mlir::vector::LoadOp::create(b_, loc_, vBi8, operand(w_op_),
+                                               llvm::SmallVector<Value>{rg[size_t(q)], kb, idx(grp), idx((h0 + h) * L), c0}),
+                  splat(vBi8, b_.getI8IntegerAttr(-128)));
+            } else if (unpacked_) {
               lo = mlir::vector::LoadOp::create(b_, loc_, vBi8, unpacked_, mlir::ValueRange{kb, idx(grp), idx((h0 + h) * 4 * L)});
               hi = mlir::vector::LoadOp::create(b_, loc_, vBi8, unpacked_, mlir::ValueRange{kb, idx(4 + grp), idx((h0 + h) * 4 * L)});
             } else {
               Value bytes = mlir::vector::LoadOp::create(
-                  b_, loc_, vBi8, operand(3), llvm::SmallVector<Value>{rg[size_t(q)], kb, idx(grp), idx((h0 + h) * L), c0});
+                  b_, loc_, vBi8, operand(w_op_), llvm::SmallVector<Value>{rg[size_t(q)], kb, idx(grp), idx((h0 + h) * L), c0});
               lo = mlir::arith::AndIOp::create(b_, loc_, bytes, mask);
               Value words = mlir::vector::BitCastOp::create(b_, loc_, vLi32, bytes);
               hi = mlir::arith::AndIOp::create(
@@ -1099,7 +1112,12 @@ class Q4RowsKernelBuilder {
             }
             for (int64_t i = 0; i < tm; ++i) {
               const size_t a = at(i, q, h);
-              if (vnni) {
+              if (q8_) {
+                // Even and odd groups in two chains (or one).
+                std::vector<Value>& chain = two_chains && grp % 2 ? hi_sum : lo_sum;
+                const bool first = two_chains ? grp < 2 : grp == 0;
+                chain[a] = intrinsic(vpdpbusd, vLi32, {first ? splat(vLi32, b_.getI32IntegerAttr(0)) : chain[a], lo, xl[size_t(i)]});
+              } else if (vnni) {
                 Value zero = splat(vLi32, b_.getI32IntegerAttr(0));
                 lo_sum[a] = intrinsic(vpdpbusd, vLi32, {grp ? lo_sum[a] : zero, lo, xl[size_t(i)]});
                 if (two_chains)
@@ -1117,7 +1135,7 @@ class Q4RowsKernelBuilder {
       Value ones = splat(v16i16, b_.getI16IntegerAttr(1));
       for (int64_t q = 0; q < G; ++q)
         for (int64_t h = 0; h < H; ++h) {
-          Value half_scales = mlir::vector::LoadOp::create(b_, loc_, vLf16, operand(4),
+          Value half_scales = mlir::vector::LoadOp::create(b_, loc_, vLf16, operand(ws_op_),
                                                            llvm::SmallVector<Value>{rg[size_t(q)], kb, idx((h0 + h) * L)});
           Value ws = mlir::arith::ExtFOp::create(b_, loc_, vLf32, half_scales);
           for (int64_t i = 0; i < tm; ++i) {
@@ -1128,7 +1146,7 @@ class Q4RowsKernelBuilder {
             Value c = mlir::memref::LoadOp::create(b_, loc_, corr_, llvm::SmallVector<Value>{m[size_t(i)], kb});
             sums = mlir::arith::SubIOp::create(b_, loc_, sums, mlir::vector::BroadcastOp::create(b_, loc_, vLi32, c));
             Value f = mlir::arith::SIToFPOp::create(b_, loc_, vLf32, sums);
-            Value d = mlir::memref::LoadOp::create(b_, loc_, operand(2), at_m(m[size_t(i)], {kb}));
+            Value d = mlir::memref::LoadOp::create(b_, loc_, operand(xd_op_), at_m(m[size_t(i)], {kb}));
             Value sc = mlir::arith::MulFOp::create(b_, loc_, ws, mlir::vector::BroadcastOp::create(b_, loc_, vLf32, d));
             acc[a] = mlir::vector::FMAOp::create(b_, loc_, f, sc, acc[a]);
           }
@@ -1154,6 +1172,8 @@ class Q4RowsKernelBuilder {
   bool has_m_ = true;
   int64_t M_ = 1, KB_ = 0, groups_ = 1, lanes_ = 8;
   Value corr_, unpacked_;
+  bool q8_;
+  int xd_op_, w_op_, ws_op_;  // operand indices: x's scales, W, W's scales
   // The unpacked tile's stack bytes at most (KB * 512: k up to 16384).
   static constexpr int64_t kMaxUnpackedBytes = 256 * 1024;
 };
@@ -1182,13 +1202,13 @@ class Int8DotKernelsPass : public mlir::PassWrapper<Int8DotKernelsPass, mlir::Op
       g->removeAttr(kInt8KernelAttr);
       g->removeAttr(kInt8OverwriteAttr);
       std::optional<Roles> roles = format ? roles_of(format.getValue()) : std::nullopt;
-      const bool q4_rows = format && format.getValue() == "q4_0x16";
+      const bool q4_rows = format && format.getValue() == "q4_0x16", q8_rows = format && format.getValue() == "q8_0x16";
       bool built = false;
-      if (plan_attr && plan_attr.size() == 7 && (roles || q4_rows)) {
+      if (plan_attr && plan_attr.size() == 7 && (roles || q4_rows || q8_rows)) {
         llvm::ArrayRef<int64_t> p = plan_attr.asArrayRef();
         const Plan plan{p[0], p[1], p[2] != 0, p[3] != 0, p[4] != 0, p[5] != 0, p[6] != 0, overwrite};
         if (plan.tm >= 1 && plan.tn >= 1)
-          built = q4_rows ? Q4RowsKernelBuilder(g, plan).build() : KernelBuilder(g, *roles, plan).build();
+          built = q4_rows || q8_rows ? RowsKernelBuilder(g, plan, q8_rows).build() : KernelBuilder(g, *roles, plan).build();
       }
       if (!built && overwrite) {
         // Left as a generic (plain loops, which accumulate): zeros first.

@@ -471,8 +471,13 @@ constexpr int64_t kInt8InterleavedMaxK = 32768;
 // Prompts: 4 rows of x per group (the weights then come from L1 for every
 // row tile; 2 groups x 4 rows, 4 x 2 and 4 x 4 measured 0.90-1.0x).
 // Same plan fields as int8_kernel_plan, tn = 16 G, interleaved set.
-std::optional<std::vector<int64_t>> q4_rows_kernel_plan(llvm::ArrayRef<int64_t> r, int threads, const Int8Target& host) {
+//
+// Q8_0x16 (its bytes signed: vpdpbusd reads them offset by 128, see the
+// pass) only with VNNI: AVX2's vpmaddubsw saturates such products' pair sums.
+std::optional<std::vector<int64_t>> rows_kernel_plan(llvm::ArrayRef<int64_t> r, int threads, const Int8Target& host,
+                                                     bool q8) {
   if (r.size() != 5 && r.size() != 6) return std::nullopt;
+  if (q8 && !host.vnni && !host.vnni512) return std::nullopt;
   const bool has_m = r.size() == 6;
   const int64_t M = has_m ? r[0] : 1, NR = r[has_m ? 1 : 0], K = r[has_m ? 3 : 2] * 32, N = NR * 16;
   const bool blocked = M > kInt8BlockedMinRows;
@@ -487,8 +492,8 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
                                                     const Int8Target& host) {
   if (!host.avx2 || !op->hasAttr(kInt8DotAttr) || !all_static(op)) return std::nullopt;
   llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
-  if (auto f = op->getAttrOfType<mlir::StringAttr>(kInt8DotAttr); f && f.getValue() == "q4_0x16")
-    return q4_rows_kernel_plan(r, threads, host);
+  if (auto f = op->getAttrOfType<mlir::StringAttr>(kInt8DotAttr); f && (f.getValue() == "q4_0x16" || f.getValue() == "q8_0x16"))
+    return rows_kernel_plan(r, threads, host, f.getValue() == "q8_0x16");
   if (r.size() != 3 && r.size() != 4) return std::nullopt;
   const bool has_m = r.size() == 4;
   const int64_t M = has_m ? r[0] : 1, N = r[has_m ? 1 : 0], K = r[has_m ? 2 : 1] * 32;

@@ -34,34 +34,36 @@ Status quantize_matrices(const Platform& platform, QuantFormat f, Llama<Buffer>&
   return quantize(w.output, w.output_scales);
 }
 
-// Whether the Q4_0 matrices of a model with `c` are better held as
-// Q4_0x16 here (trace/ops_quant.h): the CPU's integer kernels read its
-// interleaved rows as they are (x86 with AVX2, integer activations), and
-// every matrix has whole groups of 16 rows (one device).
-bool q4_rows_pay(const Platform& platform, const LlamaConfig& c) {
-  if (c.weight_quant != QuantFormat::kQ4_0 || platform.name() != "cpu" ||
-      c.quantized_activations != QuantizedActivations::kInt8Blocks)
-    return false;
+// The x16 format (trace/ops_quant.h) the Q4_0 / Q8_0 matrices of a model
+// with `c` are better held in here, if any: the CPU's integer kernels read
+// its interleaved rows as they are (x86 with AVX2 for Q4_0, with VNNI for
+// Q8_0; integer activations), and every matrix has whole groups of 16 rows
+// (one device).
+std::optional<QuantFormat> rows_format(const Platform& platform, const LlamaConfig& c) {
+  const bool q4 = c.weight_quant == QuantFormat::kQ4_0, q8 = c.weight_quant == QuantFormat::kQ8_0;
+  if (!(q4 || q8) || platform.name() != "cpu" || c.quantized_activations != QuantizedActivations::kInt8Blocks)
+    return std::nullopt;
 #if defined(__x86_64__)
-  if (!__builtin_cpu_supports("avx2")) return false;
+  if (!__builtin_cpu_supports("avx2")) return std::nullopt;
+  if (q8 && !__builtin_cpu_supports("avx512vnni") && !__builtin_cpu_supports("avxvnni")) return std::nullopt;
 #else
-  return false;
+  return std::nullopt;
 #endif
   LlamaConfig x16 = c;
-  x16.weight_quant = QuantFormat::kQ4_0x16;
-  return x16.validate().ok();
+  x16.weight_quant = q4 ? QuantFormat::kQ4_0x16 : QuantFormat::kQ8_0x16;
+  return x16.validate().ok() ? x16.weight_quant : std::nullopt;
 }
 
-// Rewrites each Q4_0 matrix of `w` (and its scales) as Q4_0x16: the same
-// bytes and scales, 16 rows interleaved (io::interleave_q4_0_rows).
-Status interleave_q4_rows(const Platform& platform, Llama<Buffer>& w, bool progress) {
+// Rewrites each Q4_0 / Q8_0 matrix of `w` (and its scales) in its x16
+// format: the same bytes and scales, 16 rows interleaved (io::interleave_rows).
+Status interleave_rows(const Platform& platform, Llama<Buffer>& w, bool progress) {
   const auto t0 = Clock::now();
   auto interleave = [&](Buffer& m, Buffer& scales) -> Status {
     io::QuantizedMatrix q{m.shape(), scales.shape(), std::vector<std::byte>(m.shape().byte_size()),
                           std::vector<std::byte>(scales.shape().byte_size())};
     RADIX_RETURN_IF_ERROR(m.copy_to_host(q.values));
     RADIX_RETURN_IF_ERROR(scales.copy_to_host(q.scales));
-    RADIX_ASSIGN_OR_RETURN(io::QuantizedMatrix x, io::interleave_q4_0_rows(q));
+    RADIX_ASSIGN_OR_RETURN(io::QuantizedMatrix x, io::interleave_rows(q));
     RADIX_ASSIGN_OR_RETURN(m, platform.bytes(x.values_shape, x.values));
     RADIX_ASSIGN_OR_RETURN(scales, platform.bytes(x.scales_shape, x.scales));
     return Status();
@@ -72,8 +74,7 @@ Status interleave_q4_rows(const Platform& platform, Llama<Buffer>& w, bool progr
   }
   RADIX_RETURN_IF_ERROR(interleave(w.output, w.output_scales[0]));
   if (progress)
-    std::fprintf(stderr, "weights: Q4_0 rows interleaved by 16 for the CPU's integer kernels in %.1f ms\n",
-                 ms_since(t0));
+    std::fprintf(stderr, "weights: rows interleaved by 16 for the CPU's integer kernels in %.1f ms\n", ms_since(t0));
   return Status();
 }
 
@@ -246,9 +247,9 @@ Result<std::unique_ptr<LlamaGenerator>> LlamaGenerator::load(const Platform& pla
       RADIX_RETURN_IF_ERROR(keep_tensor_parallel_part(platform, g->config_, distributed::rank(), w));
     if (g->config_.weight_quant) RADIX_RETURN_IF_ERROR(quantize_matrices(platform, *g->config_.weight_quant, w));
   }
-  if (options.q4_rows && q4_rows_pay(platform, g->config_)) {
-    RADIX_RETURN_IF_ERROR(interleave_q4_rows(platform, w, lo.progress));
-    g->config_.weight_quant = QuantFormat::kQ4_0x16;
+  if (std::optional<QuantFormat> rows = options.interleave_rows ? rows_format(platform, g->config_) : std::nullopt) {
+    RADIX_RETURN_IF_ERROR(interleave_rows(platform, w, lo.progress));
+    g->config_.weight_quant = rows;
   }
   g->weights_ = std::make_shared<const Llama<Buffer>>(std::move(w));
   g->load_ms_ = ms_since(t0);

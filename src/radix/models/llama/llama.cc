@@ -93,9 +93,9 @@ Status LlamaConfig::validate() const {
     return invalid_argument("llama config: Q8_0 / Q4_0 weights split over " + std::to_string(tensor_parallel) +
                             " devices need each device's part of wo and w2 to be a multiple of 32 wide (" +
                             to_string() + ")");
-  if (weight_quant == QuantFormat::kQ4_0x16 &&
+  if ((weight_quant == QuantFormat::kQ4_0x16 || weight_quant == QuantFormat::kQ8_0x16) &&
       (dim % 16 != 0 || kv_dim() % 16 != 0 || hidden_dim % 16 != 0 || vocab_size % 16 != 0 || tensor_parallel != 1))
-    return invalid_argument("llama config: Q4_0x16 weights (16 rows interleaved) need dim, the key / value width, "
+    return invalid_argument("llama config: x16 weights (16 rows interleaved) need dim, the key / value width, "
                             "hidden_dim and vocab multiples of 16 and one device (" + to_string() + ")");
   return Status();
 }
