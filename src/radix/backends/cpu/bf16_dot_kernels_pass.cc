@@ -36,6 +36,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "radix/backends/cpu/cpu_passes.h"
+#include "radix/backends/cpu/kernel_loops.h"
 
 namespace radix {
 
@@ -87,7 +88,7 @@ class Bf16KernelBuilder {
                : mlir::memref::AllocaOp::create(b_, loc_, xt, b_.getI64IntegerAttr(64)).getResult();
     round_x(M, K);
 
-    Value zero = idx(0), one = idx(1);
+    Value zero = idx(0);
     auto body = [&](mlir::OpBuilder& b, Value tile) {
       mlir::OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
@@ -97,18 +98,7 @@ class Bf16KernelBuilder {
       emit_tile(rows.getInductionVar(), n0, K);
     };
     const int64_t tiles = N / tn;
-    if (plan_.parallel && tiles > 1) {
-      mlir::scf::ForallOp::create(b_, loc_, llvm::ArrayRef<mlir::OpFoldResult>{b_.getIndexAttr(tiles)},
-                                  mlir::ValueRange{}, std::nullopt,
-                                  [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange iv) {
-                                    body(b, iv[0]);
-                                    mlir::scf::InParallelOp::create(b, l);
-                                  });
-    } else {
-      auto loop = mlir::scf::ForOp::create(b_, loc_, zero, idx(tiles), one);
-      mlir::OpBuilder inner(loop.getBody(), loop.getBody()->begin());
-      body(inner, loop.getInductionVar());
-    }
+    emit_tile_loop(b_, loc_, tiles, plan_.parallel && tiles > 1, body);
     if (heap) mlir::memref::DeallocOp::create(b_, loc_, xb_);
     op_.erase();
     return true;

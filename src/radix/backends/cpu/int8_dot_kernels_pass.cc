@@ -85,6 +85,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "radix/backends/cpu/cpu_passes.h"
+#include "radix/backends/cpu/kernel_loops.h"
 
 namespace radix {
 
@@ -153,7 +154,7 @@ class KernelBuilder {
       if (!mt || !mt.isLastDimUnitStride()) return false;
     }
 
-    Value zero = idx(0), one = idx(1);
+    Value zero = idx(0);
     const int64_t interleaved_rows = plan_.wide ? 2 * kLanes : kLanes;
     if (plan_.interleaved && !(q4 && plan_.blocked && plan_.tn == interleaved_rows && output_n_last()))
       plan_.interleaved = false;
@@ -168,18 +169,13 @@ class KernelBuilder {
     // allocations then repeated per tile without being released: 4000 tiles
     // of stories15M's classifier overflowed the stack).
     if (plan_.blocked && !parallel) alloc_tile_buffers(KB);
-    auto body = [&](mlir::OpBuilder& b, mlir::Location, Value tile) {
+    auto body = [&](mlir::OpBuilder& b, Value tile) {
       mlir::OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
       Value n0 = mlir::arith::MulIOp::create(b_, loc_, tile, idx(plan_.tn));
       if (plan_.blocked) {
         if (parallel) {
-          auto scope = mlir::memref::AllocaScopeOp::create(b_, loc_, mlir::TypeRange{});
-          mlir::Block* blk = new mlir::Block();
-          scope.getBodyRegion().push_back(blk);
-          b_.setInsertionPointToStart(blk);
-          mlir::memref::AllocaScopeReturnOp::create(b_, loc_, mlir::ValueRange{});
-          b_.setInsertionPointToStart(blk);
+          enter_alloca_scope(b_, loc_);
           alloc_tile_buffers(KB);
         }
         if (plan_.interleaved) interleave_weights(n0, KB);
@@ -189,18 +185,7 @@ class KernelBuilder {
       if (plan_.interleaved) emit_interleaved_tile(rows.getInductionVar(), n0, KB);
       else emit_tile(rows.getInductionVar(), n0, KB);
     };
-    if (parallel) {
-      mlir::scf::ForallOp::create(b_, loc_, llvm::ArrayRef<mlir::OpFoldResult>{b_.getIndexAttr(tiles)},
-                                  mlir::ValueRange{}, std::nullopt,
-                                  [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange iv) {
-                                    body(b, l, iv[0]);
-                                    mlir::scf::InParallelOp::create(b, l);
-                                  });
-    } else {
-      auto loop = mlir::scf::ForOp::create(b_, loc_, zero, idx(tiles), one);
-      mlir::OpBuilder inner(loop.getBody(), loop.getBody()->begin());
-      body(inner, loc_, loop.getInductionVar());
-    }
+    emit_tile_loop(b_, loc_, tiles, parallel, body);
     if (corr_) mlir::memref::DeallocOp::create(b_, loc_, corr_);
     op_.erase();
     return true;
@@ -931,15 +916,7 @@ class RowsKernelBuilder {
       Value r0 = mlir::arith::MulIOp::create(b_, loc_, tile, idx(groups_));
       if (unpack) {
         if (parallel) {
-          // An alloca_scope in the loop body: canonicalize hoists its
-          // allocation to the OpenMP region's start, once per thread (the
-          // int8 kernels' tile buffers above do the same).
-          auto scope = mlir::memref::AllocaScopeOp::create(b_, loc_, mlir::TypeRange{});
-          mlir::Block* blk = new mlir::Block();
-          scope.getBodyRegion().push_back(blk);
-          b_.setInsertionPointToStart(blk);
-          mlir::memref::AllocaScopeReturnOp::create(b_, loc_, mlir::ValueRange{});
-          b_.setInsertionPointToStart(blk);
+          enter_alloca_scope(b_, loc_);
           alloc_unpacked();
         }
         unpack_tile(r0);
@@ -955,18 +932,7 @@ class RowsKernelBuilder {
         emit_tile(rows.getInductionVar(), r0, h * (halves / passes), halves / passes);
       }
     };
-    if (parallel) {
-      mlir::scf::ForallOp::create(b_, loc_, llvm::ArrayRef<mlir::OpFoldResult>{b_.getIndexAttr(tiles)},
-                                  mlir::ValueRange{}, std::nullopt,
-                                  [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange iv) {
-                                    body(b, iv[0]);
-                                    mlir::scf::InParallelOp::create(b, l);
-                                  });
-    } else {
-      auto loop = mlir::scf::ForOp::create(b_, loc_, idx(0), idx(tiles), idx(1));
-      mlir::OpBuilder inner(loop.getBody(), loop.getBody()->begin());
-      body(inner, loop.getInductionVar());
-    }
+    emit_tile_loop(b_, loc_, tiles, parallel, body);
     mlir::memref::DeallocOp::create(b_, loc_, corr_);
     op_.erase();
     return true;

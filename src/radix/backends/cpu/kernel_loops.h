@@ -1,0 +1,50 @@
+// Loop scaffolding shared by the CPU backend's hand-built kernels
+// (radix-int8-dot-kernels, radix-bf16-dot-kernels): the tile loop over
+// threads and the per-thread stack scope of a tile's buffers.
+#pragma once
+
+#include <cstdint>
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+namespace radix {
+
+// body(builder, tile) for tile in [0, tiles): an scf.forall when `parallel`
+// (the "lower" stage makes it an OpenMP loop), else an scf.for, built at b's
+// insertion point.
+inline void emit_tile_loop(mlir::OpBuilder& b, mlir::Location loc, int64_t tiles, bool parallel,
+                           llvm::function_ref<void(mlir::OpBuilder&, mlir::Value)> body) {
+  if (parallel) {
+    mlir::scf::ForallOp::create(b, loc, llvm::ArrayRef<mlir::OpFoldResult>{b.getIndexAttr(tiles)}, mlir::ValueRange{},
+                                std::nullopt, [&](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange iv) {
+                                  body(nb, iv[0]);
+                                  mlir::scf::InParallelOp::create(nb, l);
+                                });
+    return;
+  }
+  mlir::Value zero = mlir::arith::ConstantIndexOp::create(b, loc, 0);
+  mlir::Value count = mlir::arith::ConstantIndexOp::create(b, loc, tiles);
+  mlir::Value one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = mlir::scf::ForOp::create(b, loc, zero, count, one);
+  mlir::OpBuilder inner(loop.getBody(), loop.getBody()->begin());
+  body(inner, loop.getInductionVar());
+}
+
+// Opens a memref.alloca_scope at b's insertion point and moves b to the
+// start of its body. Why: in a parallel tile loop's body, canonicalize
+// hoists the scope's allocations to the OpenMP region's start, once per
+// thread (in an scf.for body it inlines the scope instead, so sequential
+// loops allocate their buffers before the loop).
+inline void enter_alloca_scope(mlir::OpBuilder& b, mlir::Location loc) {
+  auto scope = mlir::memref::AllocaScopeOp::create(b, loc, mlir::TypeRange{});
+  mlir::Block* blk = new mlir::Block();
+  scope.getBodyRegion().push_back(blk);
+  b.setInsertionPointToStart(blk);
+  mlir::memref::AllocaScopeReturnOp::create(b, loc, mlir::ValueRange{});
+  b.setInsertionPointToStart(blk);
+}
+
+}  // namespace radix
