@@ -922,8 +922,8 @@ class RowsKernelBuilder {
         unpack_tile(r0);
       }
       // AVX2 prompts: the two 8-row halves of a group one after the other
-      // (x's broadcasts, the same loads for both, would otherwise be kept
-      // for the second half: spilled from AVX2's 16 registers, 0.84x).
+      // (x's broadcasts, the same loads for both halves, were otherwise kept
+      // for the second half and spilled from AVX2's 16 registers).
       const int64_t halves = 16 / lanes_, passes = plan_.blocked ? halves : 1;
       for (int64_t h = 0; h < passes; ++h) {
         mlir::OpBuilder::InsertionGuard pass(b_);
