@@ -21,8 +21,8 @@ namespace radix::io {
 
 struct QuantizedMatrix {
   Shape values_shape, scales_shape;  // as quantized_matmul takes them
-  std::vector<std::byte> values;     // i8 [n, k], u8 [n, k / 2] or Q4_0x16's
-  std::vector<std::byte> scales;     // f32 [n], f16 [n, k / 32] or Q4_0x16's
+  std::vector<std::byte> values;     // i8 [n, k], u8 [n, k / 2] or an x16 format's
+  std::vector<std::byte> scales;     // f32 [n], f16 [n, k / 32] or an x16 format's
 };
 
 // Symmetric int8 per output row: scale = max |w| / 127, q = round(w / scale).

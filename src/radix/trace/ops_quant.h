@@ -74,7 +74,7 @@ struct QuantizedMatmulOptions {
 // which does repay it.
 // The x16 formats read W in registers at any row count with integer activations;
 // with f32 activations its rows are put back in order per call (a copy of
-// W) and it runs as Q4_0.
+// W) and it runs as Q4_0 / Q8_0.
 // Other prompts dequantize W once per call to f32 and run the f32 matmul
 // schedule (x stays f32).
 Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales,

@@ -72,6 +72,7 @@
 // AVX2 (VNNI where the host has it); an op this pass does not recognize
 // stays a linalg.generic and becomes plain loops (slow, still correct).
 #include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -981,6 +982,18 @@ class RowsKernelBuilder {
     mlir::memref::StoreOp::create(b_, loc_, total, corr_, mlir::ValueRange{m, kb});
   }
 
+  // Q4_0x16 bytes (a vector of i8) as their low and high nibbles, each in a
+  // byte of its own: a mask, and a dword shift by 4 then the mask (the bits
+  // the shift moves across bytes are masked off).
+  std::pair<Value, Value> split_nibbles(Value bytes) {
+    auto vt = llvm::cast<mlir::VectorType>(bytes.getType());
+    auto words_t = mlir::VectorType::get({vt.getNumElements() / 4}, b_.getI32Type());
+    Value mask = splat(vt, b_.getI8IntegerAttr(15)), four = splat(words_t, b_.getI32IntegerAttr(4));
+    Value words = mlir::vector::BitCastOp::create(b_, loc_, words_t, bytes);
+    Value shifted = mlir::vector::BitCastOp::create(b_, loc_, vt, mlir::arith::ShRUIOp::create(b_, loc_, words, four));
+    return {mlir::arith::AndIOp::create(b_, loc_, bytes, mask), mlir::arith::AndIOp::create(b_, loc_, shifted, mask)};
+  }
+
   // A prompt tile's unpacked nibbles: unpacked_[kb, c, 0..63] holds byte
   // group c's low nibbles (c < 4) or group c - 4's high ones, 16 rows x 4.
   void alloc_unpacked() {
@@ -993,18 +1006,13 @@ class RowsKernelBuilder {
   // them again (3 instructions per 64 bytes, on the ports the products need).
   void unpack_tile(Value r0) {
     auto v64i8 = mlir::VectorType::get({64}, b_.getI8Type());
-    auto v16i32 = mlir::VectorType::get({16}, b_.getI32Type());
     auto blocks = mlir::scf::ForOp::create(b_, loc_, idx(0), idx(KB_), idx(1));
     mlir::OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointToStart(blocks.getBody());
     Value kb = blocks.getInductionVar(), c0 = idx(0);
-    Value mask = splat(v64i8, b_.getI8IntegerAttr(15)), four = splat(v16i32, b_.getI32IntegerAttr(4));
     for (int64_t grp = 0; grp < 4; ++grp) {
       Value bytes = mlir::vector::LoadOp::create(b_, loc_, v64i8, operand(w_op_), llvm::SmallVector<Value>{r0, kb, idx(grp), c0, c0});
-      Value lo = mlir::arith::AndIOp::create(b_, loc_, bytes, mask);
-      Value words = mlir::vector::BitCastOp::create(b_, loc_, v16i32, bytes);
-      Value hi = mlir::arith::AndIOp::create(
-          b_, loc_, mlir::vector::BitCastOp::create(b_, loc_, v64i8, mlir::arith::ShRUIOp::create(b_, loc_, words, four)), mask);
+      auto [lo, hi] = split_nibbles(bytes);
       mlir::vector::StoreOp::create(b_, loc_, lo, unpacked_, mlir::ValueRange{kb, idx(grp), c0});
       mlir::vector::StoreOp::create(b_, loc_, hi, unpacked_, mlir::ValueRange{kb, idx(4 + grp), c0});
     }
@@ -1039,10 +1047,9 @@ class RowsKernelBuilder {
       b_.setInsertionPointToStart(blocks.getBody());
       Value kb = blocks.getInductionVar();
       llvm::SmallVector<Value> acc(blocks.getRegionIterArgs().begin(), blocks.getRegionIterArgs().end());
-      // Integer sums: VNNI two chains (low, high nibbles), AVX2 one of i16 pairs.
+      // Integer sums: VNNI up to two chains (Q4_0: low and high nibbles,
+      // Q8_0: even and odd byte groups), AVX2 one of i16 pairs.
       std::vector<Value> lo_sum(acc.size()), hi_sum(acc.size());
-      Value mask = splat(vBi8, b_.getI8IntegerAttr(15));
-      Value four = splat(mlir::VectorType::get({L}, i32), b_.getI32IntegerAttr(4));
       const int64_t steps = q8_ ? 8 : 4;
       for (int64_t grp = 0; grp < steps; ++grp) {
         std::vector<Value> xl(static_cast<size_t>(tm)), xh(static_cast<size_t>(tm));
@@ -1069,12 +1076,8 @@ class RowsKernelBuilder {
               lo = mlir::vector::LoadOp::create(b_, loc_, vBi8, unpacked_, mlir::ValueRange{kb, idx(grp), idx((h0 + h) * 4 * L)});
               hi = mlir::vector::LoadOp::create(b_, loc_, vBi8, unpacked_, mlir::ValueRange{kb, idx(4 + grp), idx((h0 + h) * 4 * L)});
             } else {
-              Value bytes = mlir::vector::LoadOp::create(
-                  b_, loc_, vBi8, operand(w_op_), llvm::SmallVector<Value>{rg[size_t(q)], kb, idx(grp), idx((h0 + h) * L), c0});
-              lo = mlir::arith::AndIOp::create(b_, loc_, bytes, mask);
-              Value words = mlir::vector::BitCastOp::create(b_, loc_, vLi32, bytes);
-              hi = mlir::arith::AndIOp::create(
-                  b_, loc_, mlir::vector::BitCastOp::create(b_, loc_, vBi8, mlir::arith::ShRUIOp::create(b_, loc_, words, four)), mask);
+              std::tie(lo, hi) = split_nibbles(mlir::vector::LoadOp::create(
+                  b_, loc_, vBi8, operand(w_op_), llvm::SmallVector<Value>{rg[size_t(q)], kb, idx(grp), idx((h0 + h) * L), c0}));
             }
             for (int64_t i = 0; i < tm; ++i) {
               const size_t a = at(i, q, h);

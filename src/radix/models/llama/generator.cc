@@ -54,30 +54,6 @@ std::optional<QuantFormat> rows_format(const Platform& platform, const LlamaConf
   return x16.validate().ok() ? x16.weight_quant : std::nullopt;
 }
 
-// Rewrites each Q4_0 / Q8_0 matrix of `w` (and its scales) in its x16
-// format: the same bytes and scales, 16 rows interleaved (io::interleave_rows).
-Status interleave_rows(const Platform& platform, Llama<Buffer>& w, bool progress) {
-  const auto t0 = Clock::now();
-  auto interleave = [&](Buffer& m, Buffer& scales) -> Status {
-    io::QuantizedMatrix q{m.shape(), scales.shape(), std::vector<std::byte>(m.shape().byte_size()),
-                          std::vector<std::byte>(scales.shape().byte_size())};
-    RADIX_RETURN_IF_ERROR(m.copy_to_host(q.values));
-    RADIX_RETURN_IF_ERROR(scales.copy_to_host(q.scales));
-    RADIX_ASSIGN_OR_RETURN(io::QuantizedMatrix x, io::interleave_rows(q));
-    RADIX_ASSIGN_OR_RETURN(m, platform.bytes(x.values_shape, x.values));
-    RADIX_ASSIGN_OR_RETURN(scales, platform.bytes(x.scales_shape, x.scales));
-    return Status();
-  };
-  for (LlamaLayer<Buffer>& l : w.layers) {
-    const std::array<Buffer*, 7> ms = l.matrices();
-    for (size_t j = 0; j < ms.size(); ++j) RADIX_RETURN_IF_ERROR(interleave(*ms[j], l.scales[j]));
-  }
-  RADIX_RETURN_IF_ERROR(interleave(w.output, w.output_scales[0]));
-  if (progress)
-    std::fprintf(stderr, "weights: rows interleaved by 16 for the CPU's integer kernels in %.1f ms\n", ms_since(t0));
-  return Status();
-}
-
 // The model paths of the matrices quantize_matrices replaces, in its order.
 std::vector<std::string> matrix_paths(size_t layers) {
   std::vector<std::string> out;
@@ -99,11 +75,13 @@ bool all_matrices_in(const io::GgufStore& gguf, const LoadOptions& lo, size_t la
 
 // A GGUF Q8_0 / Q4_0 model's weights with the matrices taken from the
 // file's blocks (split into values and scales, as quantize_matrices leaves
-// them): no f32 copy of them is made (stories110M Q4_0: the store's
-// dequantization and the requantization took 5.5 s of a 5.9 s load).
+// them; `interleave`: then their rows interleaved by 16 on the host, as
+// rows_format says): no f32 copy of them is made (stories110M Q4_0: the
+// store's dequantization and the requantization took 5.5 s of a 5.9 s load).
 // Everything else (embeddings, norms) loads as `shapes` says.
 Result<Llama<Buffer>> load_gguf_blocks(const Platform& platform, const Llama<Shape>& shapes,
-                                       const io::GgufStore& gguf, const LoadOptions& lo, QuantFormat f) {
+                                       const io::GgufStore& gguf, const LoadOptions& lo, QuantFormat f,
+                                       bool interleave) {
   const std::vector<std::string> paths = matrix_paths(shapes.layers.size());
   std::vector<std::pair<std::string, Shape>> wanted;
   for_each_leaf<Shape>(shapes, [&](const std::string& path, const Shape& s) {
@@ -121,6 +99,9 @@ Result<Llama<Buffer>> load_gguf_blocks(const Platform& platform, const Llama<Sha
     const int64_t n = s.dim(0), k = s.dim(1);
     RADIX_ASSIGN_OR_RETURN(io::QuantizedMatrix q, f == QuantFormat::kQ8_0 ? io::split_gguf_q8_0(blocks, n, k)
                                                                            : io::split_gguf_q4_0(blocks, n, k));
+    if (interleave) {
+      RADIX_ASSIGN_OR_RETURN(q, io::interleave_rows(q));
+    }
     RADIX_ASSIGN_OR_RETURN(m, platform.bytes(q.values_shape, q.values));
     RADIX_ASSIGN_OR_RETURN(Buffer sc, platform.bytes(q.scales_shape, q.scales));
     scales.push_back(std::move(sc));
@@ -135,8 +116,9 @@ Result<Llama<Buffer>> load_gguf_blocks(const Platform& platform, const Llama<Sha
   }
   RADIX_RETURN_IF_ERROR(load("output", shapes.output, w.output, w.output_scales));
   if (lo.progress)
-    std::fprintf(stderr, "weights: %zu matrices kept as %s blocks, %.2f MiB in %.1f ms\n", paths.size(),
-                 quant_format_name(f), static_cast<double>(bytes) / 1048576.0, ms_since(t0));
+    std::fprintf(stderr, "weights: %zu matrices kept as %s blocks%s, %.2f MiB in %.1f ms\n", paths.size(),
+                 quant_format_name(f), interleave ? " (rows interleaved by 16)" : "",
+                 static_cast<double>(bytes) / 1048576.0, ms_since(t0));
   return w;
 }
 
@@ -238,19 +220,22 @@ Result<std::unique_ptr<LlamaGenerator>> LlamaGenerator::load(const Platform& pla
                               *g->config_.weight_quant)
           ? static_cast<const io::GgufStore*>(&store)
           : nullptr;
+  // The layout the quantized matrices are held in: their rows interleaved
+  // by 16 where the CPU's kernels read them so, made on the host as they
+  // are split or quantized.
+  const std::optional<QuantFormat> rows = options.interleave_rows ? rows_format(platform, g->config_) : std::nullopt;
   Llama<Buffer> w;
   if (blocks_from) {
-    RADIX_ASSIGN_OR_RETURN(w, load_gguf_blocks(platform, shapes, *blocks_from, lo, *g->config_.weight_quant));
+    RADIX_ASSIGN_OR_RETURN(
+        w, load_gguf_blocks(platform, shapes, *blocks_from, lo, *g->config_.weight_quant, rows.has_value()));
   } else {
     RADIX_ASSIGN_OR_RETURN(w, load_weights(platform, shapes, store, lo));
     if (g->config_.tensor_parallel > 1)
       RADIX_RETURN_IF_ERROR(keep_tensor_parallel_part(platform, g->config_, distributed::rank(), w));
-    if (g->config_.weight_quant) RADIX_RETURN_IF_ERROR(quantize_matrices(platform, *g->config_.weight_quant, w));
+    if (g->config_.weight_quant)
+      RADIX_RETURN_IF_ERROR(quantize_matrices(platform, rows.value_or(*g->config_.weight_quant), w));
   }
-  if (std::optional<QuantFormat> rows = options.interleave_rows ? rows_format(platform, g->config_) : std::nullopt) {
-    RADIX_RETURN_IF_ERROR(interleave_rows(platform, w, lo.progress));
-    g->config_.weight_quant = rows;
-  }
+  if (rows) g->config_.weight_quant = rows;
   g->weights_ = std::make_shared<const Llama<Buffer>>(std::move(w));
   g->load_ms_ = ms_since(t0);
   RADIX_RETURN_IF_ERROR(g->reset());
