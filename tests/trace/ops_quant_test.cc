@@ -451,7 +451,7 @@ TEST(Quant, SplitGgufBlocksMatchTheLoadersDecoders) {
 
 // Q4_0x16 (16 weight rows interleaved): the row-group kernels against the
 // reference on the same quantized numbers. Decode (one row of x, and 3):
-// 1, 2, 3, 4, 5 and 18 row groups (tiles of 4, 3, 2, 1 groups), 1, 9 and 32
+// 1, 2, 3, 4, 5 and 18 row groups (one group per tile), 1, 9 and 32
 // blocks; prompts (4-, 3-, 2-, 1-row tiles of x: m = 128, 30, 34, 17; k =
 // 16416, past the unpacked tile's stack cap);
 // one and two threads; f32 activations (rows put back in order). The

@@ -460,17 +460,23 @@ constexpr int64_t kInt8BlockedMinRows = 16;
 constexpr int64_t kInt8InterleavedMaxK = 32768;
 
 // Q4_0x16 (16 weight rows interleaved in W's bytes: loops (m, R, i, kb, g,
-// t), see the pass): tiles of G row groups (16 G weight rows, the lanes of
-// G accumulators of 16 lanes, or 2G of 8) times tm rows of x. Decode: one
-// row of x; with 512-bit vectors 4 groups (8 independent vpdpbusd chains),
-// with 256-bit ones 1 (its two halves already give 2 accumulators).
-// Measured on Zen 5, one core, [1,4096]·W[32768,4096]ᵀ (out of cache) with
-// G = 4 / 1 / 2: 48-51 / 46 / 39 Gweight/s (1 group with blocks in pairs
-// or fours: 46-47; software prefetching of the next blocks or tile: 0.7-1.0x);
-// code for Zen 3 (AVX2) run there, [1,768]·W[2048,768]ᵀ: G = 1 64, G = 2 53.
+// t), see the pass): tiles of one row group (16 weight rows, the lanes of
+// an accumulator of 16 lanes, or 2 of 8) times tm rows of x. One group: the
+// tile then reads W as one forward stream (a row group's blocks are
+// contiguous, the next tile's follow), which the hardware prefetchers
+// follow; 4 groups side by side (4 streams 16 * k / 2 bytes apart) read
+// more per loop but streamed far slower once W came from memory, which is
+// where a decode step's weights are. Measured on Zen 5, one core, Q4_0x16
+// [1,768]·W[2048,768]ᵀ and [1,768]·W[32000,768]ᵀ cycling through 250 MB of
+// copies (out of cache): G = 1 19-24 GB/s, G = 4 11.5-14 (plain Q4_0 11-14);
+// stories110M Q4_0 decode 1.44x with G = 1; in the LLC ([1,4096]·W[4096,4096]ᵀ)
+// G = 1 and 4 alike (113 / 105 Gweight/s). Software prefetching of the
+// blocks 2-16 ahead measured within the noise. Code for Zen 3 (AVX2) run
+// on Zen 5, [1,768]·W[2048,768]ᵀ: G = 1 64, G = 2 53.
 // Prompts: 4 rows of x per group (the weights then come from L1 for every
 // row tile; 2 groups x 4 rows, 4 x 2 and 4 x 4 measured 0.90-1.0x).
-// Same plan fields as int8_kernel_plan, tn = 16 G, interleaved set.
+// Same plan fields as int8_kernel_plan, tn = 16, interleaved set (the pass
+// takes tn = 16 G for G groups per tile).
 //
 // Q8_0x16 (its bytes signed: vpdpbusd reads them offset by 128, see the
 // pass) only with VNNI: AVX2's vpmaddubsw saturates such products' pair sums.
@@ -483,9 +489,8 @@ std::optional<std::vector<int64_t>> rows_kernel_plan(llvm::ArrayRef<int64_t> r, 
   const bool blocked = M > kInt8BlockedMinRows;
   const bool wide = host.vnni512;
   const int64_t tm = blocked ? largest_divisor(M, {4, 3, 2, 1}) : 1;
-  const int64_t groups = blocked || !wide ? 1 : largest_divisor(NR, {4, 3, 2, 1});
-  const bool parallel = threads > 1 && NR / groups >= threads && M * N * K >= min_dot_work(M);
-  return std::vector<int64_t>{tm, 16 * groups, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0, 1, wide ? 1 : 0};
+  const bool parallel = threads > 1 && NR >= threads && M * N * K >= min_dot_work(M);
+  return std::vector<int64_t>{tm, 16, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0, 1, wide ? 1 : 0};
 }
 
 std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, int threads,

@@ -73,12 +73,13 @@ class LlamaGenerator {
     // With quantized matrices: the decode steps' activations as int8 blocks
     // (default, llama.cpp's way) or f32 (LlamaConfig::quantized_activations).
     QuantizedActivations quantized_activations = QuantizedActivations::kInt8Blocks;
-    // Q4_0 / Q8_0 matrices (quantized on load, or a GGUF file's blocks) are
-    // held as Q4_0x16 / Q8_0x16, 16 rows interleaved (trace/ops_quant.h),
-    // where the CPU's integer kernels read them so (x86 with AVX2 for Q4_0,
-    // AVX-512 VNNI or AVX-VNNI for Q8_0; int8 activations; every matrix a
-    // multiple of 16 rows; one device): the same numbers, the decode
-    // products at 2-3x the weights per second. false keeps the file's layout.
+    // Q4_0 matrices (quantized on load, or a GGUF file's blocks) are held as
+    // Q4_0x16, 16 rows interleaved (trace/ops_quant.h), where the CPU's
+    // integer kernels read them so (x86 with AVX2; int8 activations; every
+    // matrix a multiple of 16 rows; one device): the same numbers, the
+    // decode products at 1.5-3x the weights per second. Q8_0 stays in rows
+    // (its x16 form streamed slower from memory). false keeps the file's
+    // layout.
     bool interleave_rows = true;
     std::string name = "llama";  // module names: <name>_prefill<s>, <name>_decode
     // Above 1: tensor-parallel over this many MPI processes (one device
