@@ -46,6 +46,8 @@ const char* kGenerateUsage =
     "  --activations A     with quantized matrices: int8 (default: decode steps round their\n"
     "                      activations to int8 blocks of 32 and run integer dot products, as\n"
     "                      llama.cpp does) or f32 (exact products with the quantized weights)\n"
+    "  --kv-cache DTYPE    the KV cache: f32 (default, as the activations), bf16 or f16 (half\n"
+    "                      the bytes each step reads from it; keys and values rounded as written)\n"
     "  --threads N         threads per executable (default: every core)\n"
     "  --sharded           tensor-parallel over every process of an MPI job, one device each\n"
     "                      (mpirun -np 2 radix generate --sharded ...): attention heads and the\n"
@@ -74,6 +76,7 @@ struct GenerateArgs {
   std::optional<DType> weights;
   std::optional<QuantFormat> quant;
   QuantizedActivations activations = QuantizedActivations::kInt8Blocks;
+  std::optional<DType> kv_cache;
   int threads = 0;
   bool sharded = false;
   bool verbose = false;
@@ -126,6 +129,15 @@ bool parse(int argc, char** argv, GenerateArgs* a, std::string* err) {
       if (d == "int8") a->activations = QuantizedActivations::kInt8Blocks;
       else if (d == "f32") a->activations = QuantizedActivations::kF32;
       else { *err = "--activations needs int8 or f32, got '" + d + "'"; return false; }
+      ++i;
+    }
+    else if (f == "--kv-cache") {
+      if (!need("f32, bf16 or f16")) return false;
+      const std::string d = v;
+      if (d == "f32") a->kv_cache = DType::kF32;
+      else if (d == "bf16") a->kv_cache = DType::kBF16;
+      else if (d == "f16") a->kv_cache = DType::kF16;
+      else { *err = "--kv-cache needs f32, bf16 or f16, got '" + d + "'"; return false; }
       ++i;
     }
     else if (f == "--threads") { if (!number(1, 1024, &x)) return false; a->threads = static_cast<int>(x); }
@@ -190,6 +202,7 @@ int run_generate(int argc, char** argv) {
   opts.weight_dtype = a.weights;
   opts.weight_quant = a.quant;
   opts.quantized_activations = a.activations;
+  opts.kv_dtype = a.kv_cache;
   // The tokenizer first: the prompt's length picks the prefill step, which
   // then compiles together with the decode step.
   auto config = models::llama_config_from(**store);

@@ -35,6 +35,9 @@ struct Ref {
   const float *emb, *rms_att, *wq, *wk, *wv, *wo, *rms_ffn, *w1, *w2, *w3, *rms_final;
   std::vector<float> kc, vc;  // [layer][pos][kv_dim]
   std::vector<float> cls;     // the classifier when it differs from emb (quantized)
+  // Set: keys and values are rounded to this 16-bit float as the cache
+  // stores them (a bf16 / f16 KV cache).
+  std::optional<DType> kv_round;
 
   explicit Ref(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
@@ -150,7 +153,12 @@ struct Ref {
       }
       float* kl = kc.data() + size_t(l) * seq * kv_dim;
       float* vl = vc.data() + size_t(l) * seq * kv_dim;
-      for (int i = 0; i < kv_dim; ++i) kl[size_t(pos) * kv_dim + i] = float(k[i]), vl[size_t(pos) * kv_dim + i] = float(v[i]);
+      auto stored = [&](double x) {
+        const float f = float(x);
+        if (!kv_round) return f;
+        return *kv_round == DType::kBF16 ? bf16_to_float(float_to_bf16(f)) : f16_to_float(float_to_f16(f));
+      };
+      for (int i = 0; i < kv_dim; ++i) kl[size_t(pos) * kv_dim + i] = stored(k[i]), vl[size_t(pos) * kv_dim + i] = stored(v[i]);
       std::vector<double> att_out(dim, 0);
       for (int h = 0; h < heads; ++h) {
         std::vector<double> att(pos + 1);
@@ -263,6 +271,36 @@ TEST_F(Llama, Bf16WeightsMatchTheReferenceOnRoundedWeights) {
   Status st = bad.validate();
   EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(st.message().find("weight dtype bf16"), std::string::npos) << st.message();
+}
+
+// A bf16 / f16 KV cache (activations f32): the cache buffers hold that
+// dtype, and the logits are the reference's with its keys and values
+// rounded the same way as they are stored. bf16: within the f32 bound (1e-4
+// of the largest logit; measured 2.3e-7, where the reference without the
+// rounding is 4e-3 away). f16: within 2.5e-4 (measured 1.2e-4, the
+// unrounded reference 4e-4 away): Radix's f32 keys and values differ from
+// the f64 reference's in their last bits, and on f16's grid, 8x finer than
+// bf16's, some of them round to the neighbouring value, each a 2^-11
+// change. A cache dtype the activations cannot pair with is refused by name.
+TEST_F(Llama, HalfKvCacheMatchesTheReferenceRoundingItsEntries) {
+  for (DType kv : {DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(dtype_name(kv));
+    Ref ref(kModel);
+    ref.kv_round = kv;
+    models::LlamaGenerator::Options o = options();
+    o.kv_dtype = kv;
+    auto gen = must(models::LlamaGenerator::load(cpu(), *store_, o));
+    EXPECT_EQ(gen->config().cache_dtype(), kv);
+    EXPECT_EQ(models::kv_cache_shapes(gen->config()).k[0].dtype(), kv);
+    expect_logits_match(*gen, ref, kv == DType::kBF16 ? 1e-4 : 2.5e-4);
+  }
+  models::LlamaConfig bad = gen_->config();
+  bad.dtype = DType::kF64;
+  bad.weight_dtype = DType::kF64;
+  bad.kv_dtype = DType::kF16;
+  Status st = bad.validate();
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("KV cache dtype f16"), std::string::npos) << st.message();
 }
 
 // Tensor parallelism: one device's shapes are its share of the heads and the

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "trace/op_test_helpers.h"
 
@@ -231,6 +232,7 @@ struct ChunkCase {
   nn::CacheLayout layout = nn::CacheLayout::kHeadMajor;
   std::vector<int64_t> positions;
   DType pos_dtype = DType::kI32;
+  std::optional<DType> cache_dtype;  // unset: dtype
 };
 
 // Compiles cached_attention for `c` once and runs it at each position on a
@@ -245,7 +247,8 @@ void check_cached(const ChunkCase& c, double rtol, double atol) {
   opts.causal = c.causal;
   opts.window = c.window;
   const Shape qs(c.dtype, {c.B, c.S, c.HQ, c.D}), ks(c.dtype, {c.B, c.S, c.HKV, c.D});
-  const Shape cs = hm ? Shape(c.dtype, {c.B, c.HKV, c.MAXT, c.D}) : Shape(c.dtype, {c.B, c.MAXT, c.HKV, c.D});
+  const DType cd = c.cache_dtype.value_or(c.dtype);
+  const Shape cs = hm ? Shape(cd, {c.B, c.HKV, c.MAXT, c.D}) : Shape(cd, {c.B, c.MAXT, c.HKV, c.D});
   auto exe = compile_fn(cpu(), g_opts, [opts](Tensor q, Tensor k, Tensor v, Tensor ck, Tensor cv, Tensor p) {
     nn::CachedAttention<> r = nn::cached_attention(q, k, v, ck, cv, p, opts);
     return std::vector<Tensor>{r.out, r.cache_k};
@@ -261,18 +264,20 @@ void check_cached(const ChunkCase& c, double rtol, double atol) {
     Vals q = quantize(c.dtype, rand_vals(static_cast<size_t>(qs.count()), -2, 2, seed));
     Vals k = quantize(c.dtype, rand_vals(static_cast<size_t>(ks.count()), -2, 2, seed + 1000));
     Vals v = quantize(c.dtype, rand_vals(static_cast<size_t>(ks.count()), -1, 1, seed + 2000));
-    Vals ck = quantize(c.dtype, rand_vals(static_cast<size_t>(cs.count()), -2, 2, seed + 3000));
-    Vals cv = quantize(c.dtype, rand_vals(static_cast<size_t>(cs.count()), -1, 1, seed + 4000));
+    Vals ck = quantize(cd, rand_vals(static_cast<size_t>(cs.count()), -2, 2, seed + 3000));
+    Vals cv = quantize(cd, rand_vals(static_cast<size_t>(cs.count()), -1, 1, seed + 4000));
     std::vector<Buffer> out = must(exe->call(to_device(qs, q), to_device(ks, k), to_device(ks, v), to_device(cs, ck),
                                              to_device(cs, cv), to_device(Shape(c.pos_dtype), {static_cast<Val>(pos)})));
-    // The caches as written, token-major for the reference.
+    // The caches as written (the new entries rounded to the cache's dtype),
+    // token-major for the reference.
+    const Vals k_in_cache = quantize(cd, k), v_in_cache = quantize(cd, v);
     for (int64_t b = 0; b < c.B; ++b)
       for (int64_t i = 0; i < c.S; ++i)
         for (int64_t h = 0; h < c.HKV; ++h)
           for (int64_t d = 0; d < c.D; ++d) {
             const size_t src = static_cast<size_t>(((b * c.S + i) * c.HKV + h) * c.D + d);
-            ck[at(b, pos + i, h, d)] = k[src];
-            cv[at(b, pos + i, h, d)] = v[src];
+            ck[at(b, pos + i, h, d)] = k_in_cache[src];
+            cv[at(b, pos + i, h, d)] = v_in_cache[src];
           }
     Vals kt(ck.size()), vt(cv.size());
     for (int64_t b = 0; b < c.B; ++b)
@@ -289,7 +294,7 @@ void check_cached(const ChunkCase& c, double rtol, double atol) {
       return j <= pos + i && (c.window == 0 || j > pos + i - c.window);
     });
     EXPECT_TRUE(close(to_host(out[0]), want, c.dtype, rtol, atol));
-    EXPECT_TRUE(close(to_host(out[1]), ck, c.dtype));
+    EXPECT_TRUE(close(to_host(out[1]), ck, cd));
   }
 }
 
@@ -347,6 +352,29 @@ TEST(NnAttention, ChunkedBf16Inputs) {
   check_cached({.S = 1, .dtype = DType::kBF16, .positions = {0, 8, 19, 31}}, kBf16Rtol, kBf16Atol);
   check_cached({.S = 5, .MAXT = 30, .dtype = DType::kBF16, .positions = {0, 6, 25}}, kBf16Rtol, kBf16Atol);
   check_cached({.S = 2, .window = 4, .dtype = DType::kBF16, .positions = {3, 30}}, kBf16Rtol, kBf16Atol);
+}
+
+// A bf16 / f16 cache under f32 q, k, v: the new entries are rounded to the
+// cache's dtype as they are written (the written cache is checked exactly),
+// and attention over it is computed in f32 with the chunks widened inside
+// the products: the f32 tolerance against the reference over the rounded
+// cache. Chunked decode and prefill, both layouts, and the full path.
+TEST(NnAttention, HalfCacheUnderF32Activations) {
+  for (DType cd : {DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(dtype_name(cd));
+    on_every_schedule([&] {
+      check_cached({.S = 1, .positions = {0, 7, 8, 31}, .cache_dtype = cd}, kF32Rtol, kF32Atol);
+    });
+    check_cached({.S = 5, .MAXT = 30, .positions = {0, 6, 25}, .cache_dtype = cd}, kF32Rtol, kF32Atol);
+    check_cached({.S = 1, .HQ = 6, .HKV = 2, .layout = nn::CacheLayout::kTokenMajor, .positions = {0, 19},
+                  .cache_dtype = cd},
+                 kF32Rtol, kF32Atol);
+    check_cached({.S = 2, .chunk = -1, .positions = {0, 13, 30}, .cache_dtype = cd}, kF32Rtol, kF32Atol);
+    // stories260K's layer shape, the automatic chunk.
+    check_cached({.S = 1, .HQ = 8, .HKV = 4, .D = 8, .MAXT = 512, .chunk = 0, .positions = {0, 1, 2, 3},
+                  .cache_dtype = cd},
+                 kF32Rtol, kF32Atol);
+  }
 }
 
 TEST(NnAttention, ChunkedPrefillLargeEnoughForThreads) {

@@ -84,6 +84,10 @@ Tensor attend_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const T
   const int64_t hdv = v.shape().dim(3), g = hq / hkv;
   const DType cd = detail::compute_dtype(q.dtype());
   auto up = [&](const Tensor& t) { return t.dtype() == cd ? t : convert(t, cd); };
+  // A bf16 / f16 cache chunk goes into the f32 products as it is: dot widens
+  // it inside the contraction (a converted copy of each chunk was written
+  // and read again: 28% of a stories110M decode layer at 400 positions).
+  auto in_product = [&](const Tensor& t) { return cd == DType::kF32 && is_half_float(t.dtype()) ? t : up(t); };
   chunk = std::min(chunk, max_t);
   // q in the contraction's order [b, kh, s, g, d], scaled once (outside the loop).
   Tensor qt = split_axis(up(q).with_tags({"b", "s", "h", "d"}), 2, {hkv, g}, {"kh", "g"});
@@ -116,8 +120,8 @@ Tensor attend_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const T
         const auto& [c, m, l, acc] = st;
         const Tensor lo = c * static_cast<double>(chunk);
         const Tensor start = minimum(lo, scalar(static_cast<double>(max_t - chunk), DType::kI64));
-        Tensor kc = up(dynamic_slice(kt, {{"t", start, chunk}}));
-        Tensor vc = up(dynamic_slice(vt, {{"t", start, chunk}}));
+        Tensor kc = in_product(dynamic_slice(kt, {{"t", start, chunk}}));
+        Tensor vc = in_product(dynamic_slice(vt, {{"t", start, chunk}}));
         // Key jj of the chunk is at position start + jj; keys below lo were
         // seen by the previous step (a chunk moved back from max_t).
         const Tensor kpos = broadcast(kiota + start, qk, {1});  // [s, chunk]
@@ -162,7 +166,7 @@ CachedAttention<> cached_attention(const Tensor& q, const Tensor& k_new, const T
   const char* layout = head_major ? "[b, hkv, max_t, hd]" : "[b, max_t, hkv, hd]";
   const int t_axis = head_major ? 2 : 1, h_axis = head_major ? 1 : 2;
   req(cache_k.rank() == 4 && cache_v.rank() == 4, std::string("caches must be rank 4: ") + layout);
-  req(cache_k.dtype() == k_new.dtype() && cache_v.dtype() == v_new.dtype(), "caches must have k / v's dtype");
+  req(is_float(cache_k.dtype()) && is_float(cache_v.dtype()), "caches must be float (k / v are rounded to their dtype)");
   const Shape &ks = k_new.shape(), &vs = v_new.shape(), &ck = cache_k.shape(), &cv = cache_v.shape();
   req(ck.dim(0) == ks.dim(0) && ck.dim(h_axis) == ks.dim(2) && ck.dim(3) == ks.dim(3) && cv.dim(0) == vs.dim(0) &&
           cv.dim(h_axis) == vs.dim(2) && cv.dim(3) == vs.dim(3) && ck.dim(t_axis) == cv.dim(t_axis),
@@ -175,9 +179,15 @@ CachedAttention<> cached_attention(const Tensor& q, const Tensor& k_new, const T
   // dynamic_update_slice clamps the start (any integer dtype).
   // Head-major: the s new tokens are transposed to [b, hkv, s, *] first
   // (s x hkv x hd values, not the cache).
-  auto to_layout = [&](const Tensor& x) { return head_major ? transpose(x, {0, 2, 1, 3}) : x; };
-  Tensor nk = dynamic_update_slice(cache_k, to_layout(k_new).with_tags(ck.tags()), {{t_axis, pos}});
-  Tensor nv = dynamic_update_slice(cache_v, to_layout(v_new).with_tags(cv.tags()), {{t_axis, pos}});
+  // A cache in another float type (bf16 / f16: half the bytes each step
+  // reads) takes the new entries rounded to it; attention widens what it
+  // reads back to the compute dtype.
+  auto to_cache = [&](const Tensor& x, const Shape& c) {
+    Tensor y = head_major ? transpose(x, {0, 2, 1, 3}) : x;
+    return (y.dtype() == c.dtype() ? y : convert(y, c.dtype())).with_tags(c.tags());
+  };
+  Tensor nk = dynamic_update_slice(cache_k, to_cache(k_new, ck), {{t_axis, pos}});
+  Tensor nv = dynamic_update_slice(cache_v, to_cache(v_new, cv), {{t_axis, pos}});
   // The chunked path where it pays (CachedAttentionOptions::chunk).
   using O = CachedAttentionOptions;
   const int64_t chunk = opts.chunk != 0             ? std::max<int64_t>(opts.chunk, 0)

@@ -74,6 +74,11 @@ struct CachedAttentionOptions {
 // over the written chunks only (opts.chunk; the default for caches of 128
 // entries or more) or over all max_t entries under a mask. The caller keeps
 // pos + s <= max_t (dynamic_update_slice clamps the write otherwise).
+// The caches may hold another float type than k_new / v_new (a bf16 or f16
+// cache under f32 activations: half the bytes every step reads, as
+// llama.cpp's default f16 cache): the new entries are rounded to it as they
+// are written, and what attention reads back is widened to the compute
+// dtype (f32) inside the step.
 CachedAttention<> cached_attention(const Tensor& q, const Tensor& k_new, const Tensor& v_new, const Tensor& cache_k,
                                    const Tensor& cache_v, const Tensor& pos, const CachedAttentionOptions& opts = {});
 

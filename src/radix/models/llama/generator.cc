@@ -205,6 +205,7 @@ Result<std::unique_ptr<LlamaGenerator>> LlamaGenerator::load(const Platform& pla
     }
   }
   g->config_.quantized_activations = options.quantized_activations;
+  g->config_.kv_dtype = options.kv_dtype;
   if (options.tensor_parallel < 1)
     return invalid_argument("llama: tensor_parallel must be >= 1, got " + std::to_string(options.tensor_parallel));
   g->config_.tensor_parallel = options.tensor_parallel;

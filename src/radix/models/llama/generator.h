@@ -81,6 +81,11 @@ class LlamaGenerator {
     // (its x16 form streamed slower from memory). false keeps the file's
     // layout.
     bool interleave_rows = true;
+    // The KV cache's dtype (LlamaConfig::kv_dtype): unset keeps the
+    // activations' (f32); bf16 or f16 halve the bytes each step reads from
+    // the cache (llama.cpp's default is f16), keys and values rounded as
+    // they are written.
+    std::optional<DType> kv_dtype;
     std::string name = "llama";  // module names: <name>_prefill<s>, <name>_decode
     // Above 1: tensor-parallel over this many MPI processes (one device
     // each; the job must have exactly that many, see runtime/distributed.h).

@@ -76,6 +76,10 @@ Status LlamaConfig::validate() const {
     return invalid_argument("llama config: weight dtype " + std::string(dtype_name(weight_dtype)) +
                             " with activations in " + std::string(dtype_name(dtype)) +
                             ": the weights must match the activations, or be bf16 / f16 under f32");
+  if (kv_dtype && !(*kv_dtype == dtype || (dtype == DType::kF32 && is_half_float(*kv_dtype))))
+    return invalid_argument("llama config: KV cache dtype " + std::string(dtype_name(*kv_dtype)) +
+                            " with activations in " + std::string(dtype_name(dtype)) +
+                            ": the cache must match the activations, or be bf16 / f16 under f32");
   if (weight_quant && dtype != DType::kF32)
     return invalid_argument("llama config: quantized weights need f32 activations, not " +
                             std::string(dtype_name(dtype)));
@@ -203,7 +207,7 @@ Llama<Shape> llama_shapes(const LlamaConfig& c) {
 
 KvCache<Shape> kv_cache_shapes(const LlamaConfig& c) {
   KvCache<Shape> kv;
-  Shape s(c.dtype, {1, c.local_kv_heads(), c.seq_len, c.head_dim()});  // head-major (nn::CacheLayout)
+  Shape s(c.cache_dtype(), {1, c.local_kv_heads(), c.seq_len, c.head_dim()});  // head-major (nn::CacheLayout)
   kv.k.assign(static_cast<size_t>(c.n_layers), s);
   kv.v.assign(static_cast<size_t>(c.n_layers), s);
   return kv;

@@ -51,6 +51,11 @@ struct LlamaConfig {
   // need dim and hidden_dim multiples of 32) and widened in registers by
   // every product; embeddings stay in weight_dtype, activations in f32.
   std::optional<QuantFormat> weight_quant;
+  // The KV cache's dtype; unset: dtype. bf16 / f16 under f32 activations
+  // halve the cache's bytes (llama.cpp keeps f16 by default): keys and
+  // values are rounded to it as they are written, and attention widens
+  // them back to f32 in registers as it reads them.
+  std::optional<DType> kv_dtype;
   // With weight_quant: how decode steps' products treat the activations
   // (trace/ops_quant.h): int8 blocks of 32 (llama.cpp's way, integer dot
   // products) or f32 (exact products with the quantized weights).
@@ -64,6 +69,7 @@ struct LlamaConfig {
   // kTensorParallelAxis), all-reducing the partial sums of wo and w2.
   int64_t tensor_parallel = 1;
 
+  DType cache_dtype() const { return kv_dtype.value_or(dtype); }
   int64_t head_dim() const { return dim / n_heads; }
   int64_t kv_dim() const { return head_dim() * n_kv_heads; }
   // One device's share under tensor_parallel (the whole model at 1).
@@ -114,7 +120,7 @@ struct LlamaLayer {
 
 template <class T>
 struct KvCache {
-  std::vector<T> k, v;  // per layer: [1, n_kv_heads, seq_len, head_dim] (head-major)
+  std::vector<T> k, v;  // per layer: [1, n_kv_heads, seq_len, head_dim] (head-major), cache_dtype()
   template <class V> void visit(V&& vis) { vis("k", k); vis("v", v); }
 };
 
