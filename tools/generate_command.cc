@@ -68,6 +68,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
+// f32, bf16 or f16 by name (--weights, --kv-cache); nullopt otherwise.
+std::optional<DType> float_dtype_named(const std::string& d) {
+  if (d == "f32") return DType::kF32;
+  if (d == "bf16") return DType::kBF16;
+  if (d == "f16") return DType::kF16;
+  return std::nullopt;
+}
+
 struct GenerateArgs {
   std::string model, tokenizer, prompt;
   models::GenerateOptions gen;
@@ -116,9 +124,7 @@ bool parse(int argc, char** argv, GenerateArgs* a, std::string* err) {
     else if (f == "--weights") {
       if (!need("f32, bf16, f16, int8, q8_0 or q4_0")) return false;
       const std::string d = v;
-      if (d == "f32") a->weights = DType::kF32;
-      else if (d == "bf16") a->weights = DType::kBF16;
-      else if (d == "f16") a->weights = DType::kF16;
+      if (auto t = float_dtype_named(d)) a->weights = t;
       else if (auto q = parse_quant_format(d)) a->quant = q;
       else { *err = "--weights needs f32, bf16, f16, int8, q8_0 or q4_0, got '" + d + "'"; return false; }
       ++i;
@@ -134,9 +140,7 @@ bool parse(int argc, char** argv, GenerateArgs* a, std::string* err) {
     else if (f == "--kv-cache") {
       if (!need("f32, bf16 or f16")) return false;
       const std::string d = v;
-      if (d == "f32") a->kv_cache = DType::kF32;
-      else if (d == "bf16") a->kv_cache = DType::kBF16;
-      else if (d == "f16") a->kv_cache = DType::kF16;
+      if (auto t = float_dtype_named(d)) a->kv_cache = t;
       else { *err = "--kv-cache needs f32, bf16 or f16, got '" + d + "'"; return false; }
       ++i;
     }
