@@ -299,10 +299,17 @@ constexpr int64_t kDotRows = 4;  // weight rows per register tile (tn)
 // core: stories15M f32 124-135 / 143-167, bf16 168-217 / 248-306, and
 // stories110M bf16 (1.5 KiB rows) 34-39 / 38-43; two threads 15M f32
 // 185-253 / 225-287, bf16 304-416 / 403-452, 110M bf16 55-60 / 70-73. Longer
-// f32 rows keep 4 (110M f32, 3 KiB rows: 28-29 / 24-25 tok/s); AVX-512 hosts
-// keep 4 (measured on a Xeon, where 4 rows with prefetches read at 0.88 of
-// a plain read).
+// f32 rows keep 4 (110M f32, 3 KiB rows: 28-29 / 24-25 tok/s). AVX-512 (32
+// registers) reads rows up to 3 KiB one per tile (two vectors per step):
+// measured on Zen 5 (a shared core at about half speed), `radix bench
+// --filter "f32 decode"` alternated twice, 4 rows / 1 row per tile against
+// llama.cpp in the same run: stories15M (1152-byte rows) 0.65-0.74 /
+// 1.12-1.23x on one core, 0.90-0.97 / 1.20-1.31x on two; stories110M (3 KiB)
+// 0.96 / 1.04-1.16x, 1.00 / 1.03-1.08x. Longer rows keep 4 there: the 4096²
+// mat-vec's 16 KiB rows read 19-22 GB/s one per tile against 25 with 4
+// (with prefetches of the next rows, 0.88 of a plain read on a Xeon).
 constexpr int64_t kShortRowBytes = 1536;
+constexpr int64_t kShortRowBytesWide = 3072;  // 32-register ISAs (AVX-512)
 
 std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& isa) {
   mlir::Type et = llvm::cast<mlir::ShapedType>(op->getResult(0).getType()).getElementType();
@@ -316,7 +323,7 @@ std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& is
   int64_t tn = largest_divisor(N, {kDotRows, 2, 1});
   auto weights = llvm::cast<mlir::ShapedType>(op.getDpsInputOperand(1)->get().getType());
   const int64_t row_bytes = K * static_cast<int64_t>(weights.getElementTypeBitWidth()) / 8;
-  if (M == 1 && isa.registers <= 16 && row_bytes <= kShortRowBytes) {
+  if (M == 1 && row_bytes <= (isa.registers <= 16 ? kShortRowBytes : kShortRowBytesWide)) {
     tn = 1;
     v = largest_divisor(K, {2 * lanes, lanes, lanes / 2, 4});
   }
