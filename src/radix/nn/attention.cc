@@ -45,6 +45,14 @@ Tensor heads_out(const Tensor& o, const Tensor& q) {
   return r.with_tags(q.shape().tags());
 }
 
+// k or v as a product with an operand in the compute dtype cd takes it: a
+// 16-bit float under f32 as it is (dot widens it inside the contraction; a
+// converted copy of each cache chunk had cost 28% of a stories110M decode
+// layer at 400 positions with a bf16 cache), anything else converted.
+Tensor for_product(const Tensor& t, DType cd) {
+  return t.dtype() == cd || (cd == DType::kF32 && is_half_float(t.dtype())) ? t : convert(t, cd);
+}
+
 // The attention core on checked operands.
 // k / v are [b, t, hkv, *], or [b, hkv, t, *] when head_major.
 Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, std::optional<double> scale,
@@ -55,7 +63,7 @@ Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* m
   // Own tags internally, so any caller tags (or none) work: q splits its heads
   // into (kv head, group) so each group contracts with its kv head.
   Tensor qt = split_axis(up(q).with_tags({"b", "s", "h", "d"}), 2, {hkv, hq / hkv}, {"kh", "g"});  // [b,s,kh,g,d]
-  Tensor kt = kv_tagged(up(k), head_major, "d"), vt = kv_tagged(up(v), head_major, "e");
+  Tensor kt = kv_tagged(for_product(k, cd), head_major, "d"), vt = kv_tagged(for_product(v, cd), head_major, "e");
   Tensor scores = dot(qt, kt, "d");  // [b, kh, s, g, t]
   scores = scores * scale.value_or(1.0 / std::sqrt(static_cast<double>(hd)));
   if (mask) {
@@ -84,10 +92,6 @@ Tensor attend_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const T
   const int64_t hdv = v.shape().dim(3), g = hq / hkv;
   const DType cd = detail::compute_dtype(q.dtype());
   auto up = [&](const Tensor& t) { return t.dtype() == cd ? t : convert(t, cd); };
-  // A bf16 / f16 cache chunk goes into the f32 products as it is: dot widens
-  // it inside the contraction (a converted copy of each chunk was written
-  // and read again: 28% of a stories110M decode layer at 400 positions).
-  auto in_product = [&](const Tensor& t) { return cd == DType::kF32 && is_half_float(t.dtype()) ? t : up(t); };
   chunk = std::min(chunk, max_t);
   // q in the contraction's order [b, kh, s, g, d], scaled once (outside the loop).
   Tensor qt = split_axis(up(q).with_tags({"b", "s", "h", "d"}), 2, {hkv, g}, {"kh", "g"});
@@ -120,8 +124,8 @@ Tensor attend_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const T
         const auto& [c, m, l, acc] = st;
         const Tensor lo = c * static_cast<double>(chunk);
         const Tensor start = minimum(lo, scalar(static_cast<double>(max_t - chunk), DType::kI64));
-        Tensor kc = in_product(dynamic_slice(kt, {{"t", start, chunk}}));
-        Tensor vc = in_product(dynamic_slice(vt, {{"t", start, chunk}}));
+        Tensor kc = for_product(dynamic_slice(kt, {{"t", start, chunk}}), cd);
+        Tensor vc = for_product(dynamic_slice(vt, {{"t", start, chunk}}), cd);
         // Key jj of the chunk is at position start + jj; keys below lo were
         // seen by the previous step (a chunk moved back from max_t).
         const Tensor kpos = broadcast(kiota + start, qk, {1});  // [s, chunk]
