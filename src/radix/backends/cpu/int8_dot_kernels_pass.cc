@@ -859,8 +859,9 @@ class KernelBuilder {
 // load) times x's scale accumulates the block. Per 512 products: 4 loads,
 // 12 unpacking instructions, 8 vpdpbusd and 5 for the block's scaling,
 // where the row-per-accumulator kernel (KernelBuilder) spends about 80
-// (its horizontal sums aside). Tiles: tn / 16 groups times tm rows of x
-// (int8_kernel_plan), over threads when parallel. Prompts unpack each
+// (its horizontal sums aside). Tiles: one row group (tn = 16) times tm rows
+// of x (rows_kernel_plan: one group reads W as one forward stream), over
+// threads when parallel. Prompts unpack each
 // tile's nibbles once into a stack buffer (unpack_tile).
 // Measured on Zen 5 (512-bit VNNI), one process, Q4_0 -> Q4_0x16:
 // [1,4096]·W[4096,4096]ᵀ (in the LLC) 39.6 -> 111 Gweight/s on one core,
@@ -896,25 +897,23 @@ class RowsKernelBuilder {
     xs.append({KB_, steps, 4});
     xds.push_back(KB_);
     outs.append({NR, 16});
-    groups_ = plan_.tn / 16;
     if (op_.getNumDpsInputs() != unsigned(ws_op_ + 1) || op_.getNumDpsInits() != 1 || !op_.hasPureBufferSemantics() ||
-        r[m_dims + 1] != 16 || r[m_dims + 3] != steps || r[m_dims + 4] != 4 || groups_ < 1 || NR % groups_ != 0 ||
+        r[m_dims + 1] != 16 || r[m_dims + 3] != steps || r[m_dims + 4] != 4 || plan_.tn != 16 ||
         M_ % plan_.tm != 0 || !shape_is(0, xs) || (!q8_ && !shape_is(1, xs)) || !shape_is(xd_op_, xds) ||
         !shape_is(w_op_, {NR, KB_, steps, 16, 4}) || !shape_is(ws_op_, {NR, KB_, 16}) || !shape_is(ws_op_ + 1, outs))
       return false;
     lanes_ = plan_.wide ? 16 : 8;
     fill_corrections();
-    const int64_t tiles = NR / groups_;
+    const int64_t tiles = NR;  // one row group each
     const bool parallel = plan_.parallel && tiles > 1;
     // Prompts: each tile's nibbles unpacked once into a stack buffer that all
     // rows of x then read (see unpack_tile); one buffer per thread.
-    const bool unpack = !q8_ && plan_.blocked && groups_ == 1 && KB_ * 8 * 64 <= kMaxUnpackedBytes;
+    const bool unpack = !q8_ && plan_.blocked && KB_ * 8 * 64 <= kMaxUnpackedBytes;
     unpacked_ = nullptr;
     if (unpack && !parallel) alloc_unpacked();
-    auto body = [&](mlir::OpBuilder& b, Value tile) {
+    auto body = [&](mlir::OpBuilder& b, Value r0) {
       mlir::OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
-      Value r0 = mlir::arith::MulIOp::create(b_, loc_, tile, idx(groups_));
       if (unpack) {
         if (parallel) {
           enter_alloca_scope(b_, loc_);
@@ -1018,10 +1017,10 @@ class RowsKernelBuilder {
     }
   }
 
-  // tm rows of x from m0 times groups_ row groups from r0: their rows
-  // [L h0, L (h0 + H)) of each group (H halves of L lanes).
+  // tm rows of x from m0 times row group r0: its rows [L h0, L (h0 + H))
+  // (H halves of L lanes).
   void emit_tile(Value m0, Value r0, int64_t h0, int64_t H) {
-    const int64_t tm = plan_.tm, G = groups_, L = lanes_;
+    const int64_t tm = plan_.tm, L = lanes_;
     mlir::Type f32 = b_.getF32Type(), i32 = b_.getI32Type();
     auto vLf32 = mlir::VectorType::get({L}, f32);
     auto vLi32 = mlir::VectorType::get({L}, i32);
@@ -1032,15 +1031,14 @@ class RowsKernelBuilder {
     // VNNI: the low and high nibbles' products in chains of their own while
     // the tile has fewer than 8 accumulators (vpdpbusd's latency), else one
     // chain per accumulator (registers).
-    const bool two_chains = tm * G * H < 8;
+    const bool two_chains = tm * H < 8;
     const char* vpdpbusd = L == 16 ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256";
     Value c0 = idx(0);
-    std::vector<Value> m{m0}, rg{r0};
+    std::vector<Value> m{m0};
     for (int64_t i = 1; i < tm; ++i) m.push_back(mlir::arith::AddIOp::create(b_, loc_, m0, idx(i)));
-    for (int64_t q = 1; q < G; ++q) rg.push_back(mlir::arith::AddIOp::create(b_, loc_, r0, idx(q)));
-    // acc[(i * G + q) * H + h]: row m[i] of x times rows 16 rg[q] + L h .. + L.
-    auto at = [&](int64_t i, int64_t q, int64_t h) { return size_t((i * G + q) * H + h); };
-    llvm::SmallVector<Value> init(size_t(tm * G * H), splat(vLf32, b_.getF32FloatAttr(0)));
+    // acc[i * H + h]: row m[i] of x times rows 16 r0 + L h .. + L.
+    auto at = [&](int64_t i, int64_t h) { return size_t(i * H + h); };
+    llvm::SmallVector<Value> init(size_t(tm * H), splat(vLf32, b_.getF32FloatAttr(0)));
     auto blocks = mlir::scf::ForOp::create(b_, loc_, c0, idx(KB_), idx(1), init);
     {
       mlir::OpBuilder::InsertionGuard g(b_);
@@ -1061,77 +1059,74 @@ class RowsKernelBuilder {
           xl[size_t(i)] = bcast(0);
           if (!q8_) xh[size_t(i)] = bcast(1);
         }
-        for (int64_t q = 0; q < G; ++q)
-          for (int64_t h = 0; h < H; ++h) {
-            Value lo, hi;
-            if (q8_) {
-              // Signed bytes read as w + 128 (unsigned, as vpdpbusd's first
-              // operand must be): the sums gain 128 * sum(x), in corr_.
-              lo = mlir::arith::XOrIOp::create(
-                  b_, loc_,
-                  mlir::vector::LoadOp::create(b_, loc_, vBi8, operand(w_op_),
-                                               llvm::SmallVector<Value>{rg[size_t(q)], kb, idx(grp), idx((h0 + h) * L), c0}),
-                  splat(vBi8, b_.getI8IntegerAttr(-128)));
-            } else if (unpacked_) {
-              lo = mlir::vector::LoadOp::create(b_, loc_, vBi8, unpacked_, mlir::ValueRange{kb, idx(grp), idx((h0 + h) * 4 * L)});
-              hi = mlir::vector::LoadOp::create(b_, loc_, vBi8, unpacked_, mlir::ValueRange{kb, idx(4 + grp), idx((h0 + h) * 4 * L)});
-            } else {
-              std::tie(lo, hi) = split_nibbles(mlir::vector::LoadOp::create(
-                  b_, loc_, vBi8, operand(w_op_), llvm::SmallVector<Value>{rg[size_t(q)], kb, idx(grp), idx((h0 + h) * L), c0}));
-            }
-            for (int64_t i = 0; i < tm; ++i) {
-              const size_t a = at(i, q, h);
-              if (q8_) {
-                // Even and odd groups in two chains (or one).
-                std::vector<Value>& chain = two_chains && grp % 2 ? hi_sum : lo_sum;
-                const bool first = two_chains ? grp < 2 : grp == 0;
-                chain[a] = intrinsic(vpdpbusd, vLi32, {first ? splat(vLi32, b_.getI32IntegerAttr(0)) : chain[a], lo, xl[size_t(i)]});
-              } else if (vnni) {
-                Value zero = splat(vLi32, b_.getI32IntegerAttr(0));
-                lo_sum[a] = intrinsic(vpdpbusd, vLi32, {grp ? lo_sum[a] : zero, lo, xl[size_t(i)]});
-                if (two_chains)
-                  hi_sum[a] = intrinsic(vpdpbusd, vLi32, {grp ? hi_sum[a] : zero, hi, xh[size_t(i)]});
-                else
-                  lo_sum[a] = intrinsic(vpdpbusd, vLi32, {lo_sum[a], hi, xh[size_t(i)]});
-              } else {
-                Value p = mlir::arith::AddIOp::create(b_, loc_, intrinsic("llvm.x86.avx2.pmadd.ub.sw", v16i16, {lo, xl[size_t(i)]}),
-                                                      intrinsic("llvm.x86.avx2.pmadd.ub.sw", v16i16, {hi, xh[size_t(i)]}));
-                lo_sum[a] = grp ? mlir::arith::AddIOp::create(b_, loc_, lo_sum[a], p).getResult() : p;
-              }
-            }
-          }
-      }
-      Value ones = splat(v16i16, b_.getI16IntegerAttr(1));
-      for (int64_t q = 0; q < G; ++q)
         for (int64_t h = 0; h < H; ++h) {
-          Value half_scales = mlir::vector::LoadOp::create(b_, loc_, vLf16, operand(ws_op_),
-                                                           llvm::SmallVector<Value>{rg[size_t(q)], kb, idx((h0 + h) * L)});
-          Value ws = mlir::arith::ExtFOp::create(b_, loc_, vLf32, half_scales);
+          Value lo, hi;
+          if (q8_) {
+            // Signed bytes read as w + 128 (unsigned, as vpdpbusd's first
+            // operand must be): the sums gain 128 * sum(x), in corr_.
+            lo = mlir::arith::XOrIOp::create(
+                b_, loc_,
+                mlir::vector::LoadOp::create(b_, loc_, vBi8, operand(w_op_),
+                                             llvm::SmallVector<Value>{r0, kb, idx(grp), idx((h0 + h) * L), c0}),
+                splat(vBi8, b_.getI8IntegerAttr(-128)));
+          } else if (unpacked_) {
+            lo = mlir::vector::LoadOp::create(b_, loc_, vBi8, unpacked_, mlir::ValueRange{kb, idx(grp), idx((h0 + h) * 4 * L)});
+            hi = mlir::vector::LoadOp::create(b_, loc_, vBi8, unpacked_, mlir::ValueRange{kb, idx(4 + grp), idx((h0 + h) * 4 * L)});
+          } else {
+            std::tie(lo, hi) = split_nibbles(mlir::vector::LoadOp::create(
+                b_, loc_, vBi8, operand(w_op_), llvm::SmallVector<Value>{r0, kb, idx(grp), idx((h0 + h) * L), c0}));
+          }
           for (int64_t i = 0; i < tm; ++i) {
-            const size_t a = at(i, q, h);
-            Value sums = vnni && two_chains ? mlir::arith::AddIOp::create(b_, loc_, lo_sum[a], hi_sum[a]).getResult()
-                         : vnni ? lo_sum[a]
-                              : intrinsic("llvm.x86.avx2.pmadd.wd", vLi32, {lo_sum[a], ones});
-            Value c = mlir::memref::LoadOp::create(b_, loc_, corr_, llvm::SmallVector<Value>{m[size_t(i)], kb});
-            sums = mlir::arith::SubIOp::create(b_, loc_, sums, mlir::vector::BroadcastOp::create(b_, loc_, vLi32, c));
-            Value f = mlir::arith::SIToFPOp::create(b_, loc_, vLf32, sums);
-            Value d = mlir::memref::LoadOp::create(b_, loc_, operand(xd_op_), at_m(m[size_t(i)], {kb}));
-            Value sc = mlir::arith::MulFOp::create(b_, loc_, ws, mlir::vector::BroadcastOp::create(b_, loc_, vLf32, d));
-            acc[a] = mlir::vector::FMAOp::create(b_, loc_, f, sc, acc[a]);
+            const size_t a = at(i, h);
+            if (q8_) {
+              // Even and odd groups in two chains (or one).
+              std::vector<Value>& chain = two_chains && grp % 2 ? hi_sum : lo_sum;
+              const bool first = two_chains ? grp < 2 : grp == 0;
+              chain[a] = intrinsic(vpdpbusd, vLi32, {first ? splat(vLi32, b_.getI32IntegerAttr(0)) : chain[a], lo, xl[size_t(i)]});
+            } else if (vnni) {
+              Value zero = splat(vLi32, b_.getI32IntegerAttr(0));
+              lo_sum[a] = intrinsic(vpdpbusd, vLi32, {grp ? lo_sum[a] : zero, lo, xl[size_t(i)]});
+              if (two_chains)
+                hi_sum[a] = intrinsic(vpdpbusd, vLi32, {grp ? hi_sum[a] : zero, hi, xh[size_t(i)]});
+              else
+                lo_sum[a] = intrinsic(vpdpbusd, vLi32, {lo_sum[a], hi, xh[size_t(i)]});
+            } else {
+              Value p = mlir::arith::AddIOp::create(b_, loc_, intrinsic("llvm.x86.avx2.pmadd.ub.sw", v16i16, {lo, xl[size_t(i)]}),
+                                                    intrinsic("llvm.x86.avx2.pmadd.ub.sw", v16i16, {hi, xh[size_t(i)]}));
+              lo_sum[a] = grp ? mlir::arith::AddIOp::create(b_, loc_, lo_sum[a], p).getResult() : p;
+            }
           }
         }
+      }
+      Value ones = splat(v16i16, b_.getI16IntegerAttr(1));
+      for (int64_t h = 0; h < H; ++h) {
+        Value half_scales = mlir::vector::LoadOp::create(b_, loc_, vLf16, operand(ws_op_),
+                                                         llvm::SmallVector<Value>{r0, kb, idx((h0 + h) * L)});
+        Value ws = mlir::arith::ExtFOp::create(b_, loc_, vLf32, half_scales);
+        for (int64_t i = 0; i < tm; ++i) {
+          const size_t a = at(i, h);
+          Value sums = vnni && two_chains ? mlir::arith::AddIOp::create(b_, loc_, lo_sum[a], hi_sum[a]).getResult()
+                       : vnni ? lo_sum[a]
+                            : intrinsic("llvm.x86.avx2.pmadd.wd", vLi32, {lo_sum[a], ones});
+          Value c = mlir::memref::LoadOp::create(b_, loc_, corr_, llvm::SmallVector<Value>{m[size_t(i)], kb});
+          sums = mlir::arith::SubIOp::create(b_, loc_, sums, mlir::vector::BroadcastOp::create(b_, loc_, vLi32, c));
+          Value f = mlir::arith::SIToFPOp::create(b_, loc_, vLf32, sums);
+          Value d = mlir::memref::LoadOp::create(b_, loc_, operand(xd_op_), at_m(m[size_t(i)], {kb}));
+          Value sc = mlir::arith::MulFOp::create(b_, loc_, ws, mlir::vector::BroadcastOp::create(b_, loc_, vLf32, d));
+          acc[a] = mlir::vector::FMAOp::create(b_, loc_, f, sc, acc[a]);
+        }
+      }
       mlir::scf::YieldOp::create(b_, loc_, acc);
     }
     Value out = op_.getDpsInitOperand(0)->get();
     for (int64_t i = 0; i < tm; ++i)
-      for (int64_t q = 0; q < G; ++q)
-        for (int64_t h = 0; h < H; ++h) {
-          llvm::SmallVector<Value> where = at_m(m[size_t(i)], {rg[size_t(q)], idx((h0 + h) * L)});
-          Value v = blocks.getResult(unsigned(at(i, q, h)));
-          if (!plan_.overwrite)
-            v = mlir::arith::AddFOp::create(b_, loc_, mlir::vector::LoadOp::create(b_, loc_, vLf32, out, where), v);
-          mlir::vector::StoreOp::create(b_, loc_, v, out, where);
-        }
+      for (int64_t h = 0; h < H; ++h) {
+        llvm::SmallVector<Value> where = at_m(m[size_t(i)], {r0, idx((h0 + h) * L)});
+        Value v = blocks.getResult(unsigned(at(i, h)));
+        if (!plan_.overwrite)
+          v = mlir::arith::AddFOp::create(b_, loc_, mlir::vector::LoadOp::create(b_, loc_, vLf32, out, where), v);
+        mlir::vector::StoreOp::create(b_, loc_, v, out, where);
+      }
   }
 
   mlir::linalg::GenericOp op_;
@@ -1139,7 +1134,7 @@ class RowsKernelBuilder {
   mlir::OpBuilder b_;
   mlir::Location loc_;
   bool has_m_ = true;
-  int64_t M_ = 1, KB_ = 0, groups_ = 1, lanes_ = 8;
+  int64_t M_ = 1, KB_ = 0, lanes_ = 8;
   Value corr_, unpacked_;
   bool q8_;
   int xd_op_, w_op_, ws_op_;  // operand indices: x's scales, W, W's scales

@@ -482,8 +482,7 @@ constexpr int64_t kInt8InterleavedMaxK = 32768;
 // on Zen 5, [1,768]·W[2048,768]ᵀ: G = 1 64, G = 2 53.
 // Prompts: 4 rows of x per group (the weights then come from L1 for every
 // row tile; 2 groups x 4 rows, 4 x 2 and 4 x 4 measured 0.90-1.0x).
-// Same plan fields as int8_kernel_plan, tn = 16, interleaved set (the pass
-// takes tn = 16 G for G groups per tile).
+// Same plan fields as int8_kernel_plan, tn = 16, interleaved set.
 //
 // Q8_0x16 (its bytes signed: vpdpbusd reads them offset by 128, see the
 // pass) only with VNNI: AVX2's vpmaddubsw saturates such products' pair sums.
