@@ -70,6 +70,10 @@ std::unique_ptr<mlir::Pass> create_lower_alloca_scopes_pass();
 // (no copy into an empty tensor, no buffer of their own copied out).
 std::unique_ptr<mlir::Pass> create_outputs_in_place_pass();
 
+// "radix-fills-into-foralls": a parallel loop's output that starts as a
+// constant is filled slice by slice by the iterations that write it.
+std::unique_ptr<mlir::Pass> create_fills_into_foralls_pass();
+
 // "radix-omp-static-chunks": plain OpenMP worksharing loops (from the
 // schedule's scf.forall) become scf.for over the thread's static share of
 // the iterations, without libomp's static-init calls and inner barrier.

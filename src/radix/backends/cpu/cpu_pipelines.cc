@@ -45,7 +45,7 @@ const PipelineStage kStages[] = {
     // here: it would merge the inits that radix-untie-shared-inits separated.
     {"schedule", "radix-materialize-reduction-indices"},
     {"bufferize",
-     "radix-outputs-in-place,eliminate-empty-tensors,"
+     "radix-fills-into-foralls,radix-outputs-in-place,eliminate-empty-tensors,"
      "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map "
      "allow-return-allocs-from-loops},"
      // A callee's result that is its argument updated in place (a KV cache)
@@ -95,6 +95,7 @@ void register_cpu_passes() {
     mlir::registerPass(create_half_transposes_pass);
     mlir::registerPass(create_lower_alloca_scopes_pass);
     mlir::registerPass(create_outputs_in_place_pass);
+    mlir::registerPass(create_fills_into_foralls_pass);
     mlir::registerPass(create_omp_static_chunks_pass);
     mlir::registerPass(create_prefetch_next_row_pass);
     mlir::registerPass(create_prefetch_next_tile_pass);
