@@ -960,8 +960,10 @@ class RowsKernelBuilder {
                                         at_m(m, {kb, idx(g), idx(0)}));
   }
 
-  // corr_[m, kb] = 8 (Q4_0: W is nibble - 8) or 128 (Q8_0: W is read as
-  // w + 128) times the sum of x's 32 bytes in block kb (i32).
+  // corr_[m, kb] = -8 (Q4_0: W is nibble - 8) or -128 (Q8_0: W is read as
+  // w + 128) times the sum of x's 32 bytes in block kb (i32). Negated: it
+  // starts a block's integer sums (VNNI: the first vpdpbusd's accumulator),
+  // instead of a subtraction and an add per block and row after them.
   void fill_corrections() {
     auto i32 = b_.getI32Type();
     corr_ = mlir::memref::AllocOp::create(b_, loc_, mlir::MemRefType::get({M_, KB_}, i32), b_.getI64IntegerAttr(32));
@@ -976,7 +978,7 @@ class RowsKernelBuilder {
     for (int half = 0; half < (q8_ ? 1 : 2); ++half)
       for (int64_t grp = 0; grp < (q8_ ? 8 : 4); ++grp)
         sum = mlir::arith::AddIOp::create(b_, loc_, sum, mlir::arith::ExtSIOp::create(b_, loc_, v4i32, x_word(half, m, kb, grp)));
-    sum = mlir::arith::MulIOp::create(b_, loc_, sum, splat(v4i32, b_.getI32IntegerAttr(q8_ ? 128 : 8)));
+    sum = mlir::arith::MulIOp::create(b_, loc_, sum, splat(v4i32, b_.getI32IntegerAttr(q8_ ? -128 : -8)));
     Value total = mlir::vector::ReductionOp::create(b_, loc_, mlir::vector::CombiningKind::ADD, sum);
     mlir::memref::StoreOp::create(b_, loc_, total, corr_, mlir::ValueRange{m, kb});
   }
@@ -1049,6 +1051,11 @@ class RowsKernelBuilder {
       // Q8_0: even and odd byte groups), AVX2 one of i16 pairs.
       std::vector<Value> lo_sum(acc.size()), hi_sum(acc.size());
       const int64_t steps = q8_ ? 8 : 4;
+      // Row i's correction, broadcast: the start of its first chain.
+      std::vector<Value> corr(static_cast<size_t>(tm));
+      for (int64_t i = 0; i < tm; ++i)
+        corr[size_t(i)] = mlir::vector::BroadcastOp::create(
+            b_, loc_, vLi32, mlir::memref::LoadOp::create(b_, loc_, corr_, llvm::SmallVector<Value>{m[size_t(i)], kb}));
       for (int64_t grp = 0; grp < steps; ++grp) {
         std::vector<Value> xl(static_cast<size_t>(tm)), xh(static_cast<size_t>(tm));
         for (int64_t i = 0; i < tm; ++i) {
@@ -1082,10 +1089,11 @@ class RowsKernelBuilder {
               // Even and odd groups in two chains (or one).
               std::vector<Value>& chain = two_chains && grp % 2 ? hi_sum : lo_sum;
               const bool first = two_chains ? grp < 2 : grp == 0;
-              chain[a] = intrinsic(vpdpbusd, vLi32, {first ? splat(vLi32, b_.getI32IntegerAttr(0)) : chain[a], lo, xl[size_t(i)]});
+              Value start = grp == 0 ? corr[size_t(i)] : splat(vLi32, b_.getI32IntegerAttr(0));
+              chain[a] = intrinsic(vpdpbusd, vLi32, {first ? start : chain[a], lo, xl[size_t(i)]});
             } else if (vnni) {
               Value zero = splat(vLi32, b_.getI32IntegerAttr(0));
-              lo_sum[a] = intrinsic(vpdpbusd, vLi32, {grp ? lo_sum[a] : zero, lo, xl[size_t(i)]});
+              lo_sum[a] = intrinsic(vpdpbusd, vLi32, {grp ? lo_sum[a] : corr[size_t(i)], lo, xl[size_t(i)]});
               if (two_chains)
                 hi_sum[a] = intrinsic(vpdpbusd, vLi32, {grp ? hi_sum[a] : zero, hi, xh[size_t(i)]});
               else
@@ -1105,11 +1113,13 @@ class RowsKernelBuilder {
         Value ws = mlir::arith::ExtFOp::create(b_, loc_, vLf32, half_scales);
         for (int64_t i = 0; i < tm; ++i) {
           const size_t a = at(i, h);
+          // VNNI: the correction started the first chain; AVX2: added here.
           Value sums = vnni && two_chains ? mlir::arith::AddIOp::create(b_, loc_, lo_sum[a], hi_sum[a]).getResult()
                        : vnni ? lo_sum[a]
-                            : intrinsic("llvm.x86.avx2.pmadd.wd", vLi32, {lo_sum[a], ones});
-          Value c = mlir::memref::LoadOp::create(b_, loc_, corr_, llvm::SmallVector<Value>{m[size_t(i)], kb});
-          sums = mlir::arith::SubIOp::create(b_, loc_, sums, mlir::vector::BroadcastOp::create(b_, loc_, vLi32, c));
+                              : mlir::arith::AddIOp::create(
+                                    b_, loc_, intrinsic("llvm.x86.avx2.pmadd.wd", vLi32, {lo_sum[a], ones}),
+                                    corr[size_t(i)])
+                                    .getResult();
           Value f = mlir::arith::SIToFPOp::create(b_, loc_, vLf32, sums);
           Value d = mlir::memref::LoadOp::create(b_, loc_, operand(xd_op_), at_m(m[size_t(i)], {kb}));
           Value sc = mlir::arith::MulFOp::create(b_, loc_, ws, mlir::vector::BroadcastOp::create(b_, loc_, vLf32, d));
