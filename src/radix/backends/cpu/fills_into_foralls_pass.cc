@@ -19,8 +19,9 @@
 // the fill directly, or (rows split into a 6-row-tile part and a 4-row one
 // on 16-register ISAs) through a chain of extract_slices of it and
 // insert_slices of the parts' results back into it, which must cover the
-// tensor. A part that is one block has no parallel loop (its forall of one
-// iteration is folded away): then the fill stays. Measured on Zen 5 (two
+// tensor. A part with one iteration has no parallel loop (its forall is
+// folded away; the schedule splits its columns to avoid that): then the
+// fill stays. Measured on Zen 5 (two
 // threads of a shared VM at about half speed), best of 5 with / without,
 // three alternations: 256^3 199 / 189, 205 / 203, 211 / 190 GFLOP/s;
 // 1024^3 199 / 198, 204 / 203, 200 / 184.

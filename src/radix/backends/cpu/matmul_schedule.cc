@@ -216,9 +216,9 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
   const bool fuse_b_pack = blk.m == rows;
   struct Part {
     std::string handle, id;
-    int64_t bm, reg_m;
+    int64_t bm, reg_m, rows;
   };
-  std::vector<Part> parts = {{p + "a", id, blk.m, reg_m}};
+  std::vector<Part> parts = {{p + "a", id, blk.m, reg_m, rows}};
   // AVX2: 6-row tiles over the whole blocks of kWideBlockM rows (see
   // kWideRegM), the rest (a multiple of 4 rows) in 4-row tiles.
   // The largest block that fits, unless it leaves the threads fewer than
@@ -231,7 +231,7 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
   }
   const int64_t main_rows = bm6 ? rows / bm6 * bm6 : 0, rest = rows - main_rows;
   if (isa.registers < 32 && !fuse_b_pack && main_rows > 0 && rest % reg_m == 0) {
-    parts = {{p + "a", id, bm6, kWideRegM}};
+    parts = {{p + "a", id, bm6, kWideRegM, rows}};
     if (rest > 0) {
       body << "    %" << p << "sp = transform.structured.split %" << p << "a after " << main_rows
            << " {dimension = 0} : !transform.any_op\n"
@@ -243,15 +243,28 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
           rest_bm = c;
           break;
         }
-      parts = {{p + "s0", id, bm6, kWideRegM}, {p + "s1", id + "q", rest_bm, reg_m}};
+      parts = {{p + "s0", id, bm6, kWideRegM, main_rows}, {p + "s1", id + "q", rest_bm, reg_m, rest}};
     }
   }
+  // A part's forall tile in panels: the block's, halved while its output
+  // blocks leave the threads fewer than two each or unevenly loaded (a
+  // 16-row rest part of one block ran on one thread after the parallel
+  // part; 5 blocks on 2 threads ran 3 + 2).
+  auto thread_panels = [&](int64_t part_rows, int64_t bm) {
+    int64_t tile = blk.n / panel;
+    int64_t blocks = (part_rows + bm - 1) / bm * (cols / blk.n);
+    while (tile % 2 == 0 && (blocks < 2 * threads || (blocks % threads != 0 && blocks < 8 * threads))) {
+      tile /= 2;
+      blocks *= 2;
+    }
+    return tile;
+  };
   for (const Part& part : parts) {
     const std::string& t = part.id;
     // The output blocks are independent: with threads they are the forall's
     // iterations (K stays inside, so each sum adds in the same order).
     if (threads > 1)
-      emit_forall(body, part.handle, t + "b", {part.bm, blk.n / panel, 0, 0});
+      emit_forall(body, part.handle, t + "b", {part.bm, thread_panels(part.rows, part.bm), 0, 0});
     else
       emit_tile(body, part.handle, t + "b", {part.bm, blk.n / panel, 0, 0});
     emit_tile(body, t + "b", t + "k", {0, 0, blk.k, 0});
