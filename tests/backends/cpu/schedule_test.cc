@@ -118,6 +118,27 @@ TEST(Schedule, PackedMatmulBlocksForThreadsAreWholeRegisterTiles) {
       }
 }
 
+// matmul(x, y) compiled for one ISA and thread count, checked against
+// `want` (all_close with rtol / atol); returns its schedule script and
+// bufferized IR.
+std::pair<std::string, std::string> matmul_dumps(const IsaCase& c, int threads, const Shape& sa, const Shape& sb,
+                                                 const std::vector<float>& a, const std::vector<float>& b,
+                                                 const std::vector<float>& want, double rtol, double atol) {
+  fs::path dir = fs::temp_directory_path() / ("radix-sched-mm-" + std::to_string(::getpid()) + "-" + c.name);
+  fs::remove_all(dir);
+  CompileFnOptions o;
+  o.compile.codegen.cpu.schedule_isa = c.isa;
+  o.compile.codegen.cpu.threads = threads;
+  o.compile.diagnostics.dump = {"schedule-script", "bufferize"};
+  o.compile.diagnostics.dump_dir = dir.string();
+  auto exe = must(compile_fn(cpu(), o, [](Tensor x, Tensor y) { return matmul(x, y); }, sa, sb));
+  Buffer out = must(exe.call(must(cpu().buffer(sa, a)), must(cpu().buffer(sb, b))));
+  EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, rtol, atol));
+  auto r = std::make_pair(slurp_stage(dir, "schedule-script.mlir"), slurp_stage(dir, "bufferize.mlir"));
+  fs::remove_all(dir);
+  return r;
+}
+
 // A packed matmul's output panels [m, n / panel, panel] are C's row-major
 // layout: the product accumulates in the function's output buffer, with no
 // buffer of its own copied into it afterwards (radix-outputs-in-place), on
@@ -131,25 +152,14 @@ TEST(Schedule, PackedMatmulWritesItsOutputInPlace) {
   for (const IsaCase& c : kIsas)
     for (int t : {1, 2}) {
       SCOPED_TRACE(std::string(c.name) + " on " + std::to_string(t) + " threads");
-      fs::path dir = fs::temp_directory_path() / ("radix-sched-inplace-" + std::to_string(::getpid()) + "-" + c.name);
-      fs::remove_all(dir);
-      CompileFnOptions o;
-      o.compile.codegen.cpu.schedule_isa = c.isa;
-      o.compile.codegen.cpu.threads = t;
-      o.compile.diagnostics.dump = {"schedule-script", "bufferize"};
-      o.compile.diagnostics.dump_dir = dir.string();
-      auto exe = must(compile_fn(cpu(), o, [](Tensor x, Tensor y) { return matmul(x, y); }, s, s));
-      Buffer out = must(exe.call(must(cpu().buffer(s, a)), must(cpu().buffer(s, b))));
-      EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-4, 2e-4));
-      EXPECT_NE(slurp_stage(dir, "schedule-script.mlir").find("transform.structured.pack"), std::string::npos);
-      const std::string ir = slurp_stage(dir, "bufferize.mlir");
+      const auto [script, ir] = matmul_dumps(c, t, s, s, a, b, want, 1e-4, 2e-4);
+      EXPECT_NE(script.find("transform.structured.pack"), std::string::npos);
       EXPECT_EQ(ir.find("memref.copy"), std::string::npos) << ir;
       EXPECT_EQ(ir.find("linalg.copy"), std::string::npos) << ir;
       std::istringstream lines(ir);
       for (std::string line; std::getline(lines, line);)
         EXPECT_FALSE(line.find("memref.alloc") != std::string::npos && line.find("memref<256x256xf32>") != std::string::npos)
             << line;
-      fs::remove_all(dir);
     }
 }
 
@@ -172,20 +182,9 @@ TEST(Schedule, PackedMatmulZeroesOutputBlocksInsideTheThreads) {
       for (int t : {2, 3}) {
         SCOPED_TRACE(std::string(c.name) + " " + std::to_string(d.m) + "x" + std::to_string(d.k) + "x" +
                      std::to_string(d.n) + " on " + std::to_string(t) + " threads");
-        fs::path dir = fs::temp_directory_path() / ("radix-sched-fill-" + std::to_string(::getpid()) + "-" + c.name);
-        fs::remove_all(dir);
-        CompileFnOptions o;
-        o.compile.codegen.cpu.schedule_isa = c.isa;
-        o.compile.codegen.cpu.threads = t;
-        o.compile.diagnostics.dump = {"schedule-script", "bufferize"};
-        o.compile.diagnostics.dump_dir = dir.string();
-        auto exe = must(compile_fn(cpu(), o, [](Tensor x, Tensor y) { return matmul(x, y); }, sa, sb));
-        Buffer out = must(exe.call(must(cpu().buffer(sa, a)), must(cpu().buffer(sb, b))));
         // f32 sums of <= 1024 products of values in [-1, 1] vs a double reference.
-        EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 2e-4, 2e-4));
-        const std::string script = slurp_stage(dir, "schedule-script.mlir");
+        const auto [script, ir] = matmul_dumps(c, t, sa, sb, a, b, want, 2e-4, 2e-4);
         EXPECT_NE(script.find("transform.structured.pack"), std::string::npos);
-        const std::string ir = slurp_stage(dir, "bufferize.mlir");
         ASSERT_NE(ir.find("linalg.fill"), std::string::npos) << ir;
         // A fill at the function's top level (4 spaces in) runs on one
         // thread before the loops. 16-register ISAs split the rows into a
@@ -201,7 +200,6 @@ TEST(Schedule, PackedMatmulZeroesOutputBlocksInsideTheThreads) {
         for (size_t at = ir.find("scf.forall"); at != std::string::npos; at = ir.find("scf.forall", at + 1)) ++loops;
         const bool packs_inside = script.find("xc into %") != std::string::npos;
         EXPECT_EQ(loops, (split ? 2 : 1) + (packs_inside ? 0 : 1)) << ir;
-        fs::remove_all(dir);
       }
   }
 }
