@@ -21,10 +21,9 @@
 // insert_slices of the parts' results back into it, which must cover the
 // tensor. A part with one iteration has no parallel loop (its forall is
 // folded away; the schedule splits its columns to avoid that): then the
-// fill stays. Measured on Zen 5 (two
-// threads of a shared VM at about half speed), best of 5 with / without,
-// three alternations: 256^3 199 / 189, 205 / 203, 211 / 190 GFLOP/s;
-// 1024^3 199 / 198, 204 / 203, 200 / 184.
+// fill stays. Measured on Zen 5 (two threads of a shared VM at about half
+// speed), best of 5 with / without, three alternations: 256^3 199 / 189,
+// 205 / 203, 211 / 190 GFLOP/s; 1024^3 199 / 198, 204 / 203, 200 / 184.
 //
 // Runs first in the bufferize stage (before radix-outputs-in-place, which
 // then writes the loop's output into the function's destination).
