@@ -300,8 +300,8 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
          << " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
   }
   // f32 B [N, K] on 16-lane ISAs: 16 x 16 blocks, one full-width load per
-  // weight row and one 16 x 16 in-register transpose (the script's
-  // shuffle_16x16 lowering: 64 unpack / shuffle ops); a 32 x 8 block
+  // weight row and one 16 x 16 in-register transpose (shuffle_16x16, on
+  // this loop only: 64 unpack / shuffle ops); a 32 x 8 block
   // became partial loads, blends and permutes with spills. Measured on Zen 5
   // (one thread), [128,768]·W[2048,768]ᵀ against oneDNN in the same runs:
   // 0.87-0.89 -> 0.90-0.95x.
