@@ -46,33 +46,45 @@ std::vector<float> naive_matmul(const std::vector<float>& a, const std::vector<f
   return c;
 }
 
-// Compiles relu(A @ B) for one ISA, checks it against the naive loop, and
-// returns the schedule script and scheduled IR.
-// The schedule must apply as written (no fallback to plain loops).
-std::pair<std::string, std::string> check(const IsaCase& c, int64_t M, int64_t K, int64_t N, int threads = 1) {
+// fn(x, y) compiled for one ISA and thread count with the schedule script and
+// `stage` dumped: the schedule must apply as written (no fallback to plain
+// loops) and the result match `want` (all_close with rtol / atol). Returns
+// the script and the stage's IR.
+template <class Fn>
+std::pair<std::string, std::string> compile_check_dump(const IsaCase& c, int threads, Fn fn, const std::string& stage,
+                                                       const Shape& sa, const Shape& sb, const std::vector<float>& a,
+                                                       const std::vector<float>& b, const std::vector<float>& want,
+                                                       double rtol, double atol) {
   fs::path dir = fs::temp_directory_path() / ("radix-sched-" + std::to_string(::getpid()) + "-" + c.name);
   fs::remove_all(dir);
   CompileFnOptions o;
   o.compile.codegen.cpu.schedule_isa = c.isa;
   o.compile.codegen.cpu.threads = threads;
-  o.compile.diagnostics.dump = {"schedule-script", "schedule"};
+  o.compile.diagnostics.dump = {"schedule-script", stage};
   o.compile.diagnostics.dump_dir = dir.string();
+  auto exe = must(compile_fn(cpu(), o, fn, sa, sb));
+  EXPECT_FALSE(exe.executable().stats().schedule_fell_back);
+  Buffer out = must(exe.call(must(cpu().buffer(sa, a)), must(cpu().buffer(sb, b))));
+  EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, rtol, atol));
+  auto r = std::make_pair(slurp_stage(dir, "schedule-script.mlir"), slurp_stage(dir, stage + ".mlir"));
+  fs::remove_all(dir);
+  return r;
+}
+
+// relu(A @ B) for one ISA against the naive loop; returns the schedule
+// script and scheduled IR.
+std::pair<std::string, std::string> check(const IsaCase& c, int64_t M, int64_t K, int64_t N, int threads = 1) {
+  SCOPED_TRACE(std::string(c.name) + " " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N) +
+               " on " + std::to_string(threads) + " threads");
   Shape sa(DType::kF32, {M, K}), sb(DType::kF32, {K, N});
-  auto exe = must(compile_fn(cpu(), o, [](Tensor a, Tensor b) { return relu(matmul(a, b)); }, sa, sb));
-  EXPECT_FALSE(exe.executable().stats().schedule_fell_back)
-      << c.name << " " << M << "x" << K << "x" << N << " on " << threads << " threads";
   std::vector<float> a = testing::random_vec<float>(static_cast<size_t>(M * K), -1, 1, 11);
   std::vector<float> b = testing::random_vec<float>(static_cast<size_t>(K * N), -1, 1, 12);
   std::vector<float> want = naive_matmul(a, b, M, K, N);
   for (float& x : want) x = std::max(x, 0.f);
-  Buffer out = must(exe.call(must(cpu().buffer(sa, a)), must(cpu().buffer(sb, b))));
   // f32 accumulation over K <= 256 terms of size <= 1 against a double
   // reference: |error| <= K * 2^-24 * sum|a||b| ~ 256 * 6e-8 * 256 ~ 4e-3 worst case.
-  EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-4, 2e-4))
-      << c.name << " " << M << "x" << K << "x" << N << " on " << threads << " threads";
-  auto r = std::make_pair(slurp_stage(dir, "schedule-script.mlir"), slurp_stage(dir, "schedule.mlir"));
-  fs::remove_all(dir);
-  return r;
+  return compile_check_dump(c, threads, [](Tensor x, Tensor y) { return relu(matmul(x, y)); }, "schedule", sa, sb, a, b,
+                            want, 1e-4, 2e-4);
 }
 
 TEST(Schedule, PackedMatmulOnEveryIsa) {
@@ -118,27 +130,6 @@ TEST(Schedule, PackedMatmulBlocksForThreadsAreWholeRegisterTiles) {
       }
 }
 
-// matmul(x, y) compiled for one ISA and thread count, checked against
-// `want` (all_close with rtol / atol); returns its schedule script and
-// bufferized IR.
-std::pair<std::string, std::string> matmul_dumps(const IsaCase& c, int threads, const Shape& sa, const Shape& sb,
-                                                 const std::vector<float>& a, const std::vector<float>& b,
-                                                 const std::vector<float>& want, double rtol, double atol) {
-  fs::path dir = fs::temp_directory_path() / ("radix-sched-mm-" + std::to_string(::getpid()) + "-" + c.name);
-  fs::remove_all(dir);
-  CompileFnOptions o;
-  o.compile.codegen.cpu.schedule_isa = c.isa;
-  o.compile.codegen.cpu.threads = threads;
-  o.compile.diagnostics.dump = {"schedule-script", "bufferize"};
-  o.compile.diagnostics.dump_dir = dir.string();
-  auto exe = must(compile_fn(cpu(), o, [](Tensor x, Tensor y) { return matmul(x, y); }, sa, sb));
-  Buffer out = must(exe.call(must(cpu().buffer(sa, a)), must(cpu().buffer(sb, b))));
-  EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, rtol, atol));
-  auto r = std::make_pair(slurp_stage(dir, "schedule-script.mlir"), slurp_stage(dir, "bufferize.mlir"));
-  fs::remove_all(dir);
-  return r;
-}
-
 // A packed matmul's output panels [m, n / panel, panel] are C's row-major
 // layout: the product accumulates in the function's output buffer, with no
 // buffer of its own copied into it afterwards (radix-outputs-in-place), on
@@ -152,7 +143,8 @@ TEST(Schedule, PackedMatmulWritesItsOutputInPlace) {
   for (const IsaCase& c : kIsas)
     for (int t : {1, 2}) {
       SCOPED_TRACE(std::string(c.name) + " on " + std::to_string(t) + " threads");
-      const auto [script, ir] = matmul_dumps(c, t, s, s, a, b, want, 1e-4, 2e-4);
+      const auto [script, ir] = compile_check_dump(
+          c, t, [](Tensor x, Tensor y) { return matmul(x, y); }, "bufferize", s, s, a, b, want, 1e-4, 2e-4);
       EXPECT_NE(script.find("transform.structured.pack"), std::string::npos);
       EXPECT_EQ(ir.find("memref.copy"), std::string::npos) << ir;
       EXPECT_EQ(ir.find("linalg.copy"), std::string::npos) << ir;
@@ -183,7 +175,8 @@ TEST(Schedule, PackedMatmulZeroesOutputBlocksInsideTheThreads) {
         SCOPED_TRACE(std::string(c.name) + " " + std::to_string(d.m) + "x" + std::to_string(d.k) + "x" +
                      std::to_string(d.n) + " on " + std::to_string(t) + " threads");
         // f32 sums of <= 1024 products of values in [-1, 1] vs a double reference.
-        const auto [script, ir] = matmul_dumps(c, t, sa, sb, a, b, want, 2e-4, 2e-4);
+        const auto [script, ir] = compile_check_dump(
+            c, t, [](Tensor x, Tensor y) { return matmul(x, y); }, "bufferize", sa, sb, a, b, want, 2e-4, 2e-4);
         EXPECT_NE(script.find("transform.structured.pack"), std::string::npos);
         ASSERT_NE(ir.find("linalg.fill"), std::string::npos) << ir;
         // A fill at the function's top level (4 spaces in) runs on one
