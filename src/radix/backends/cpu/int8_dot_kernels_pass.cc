@@ -1089,13 +1089,15 @@ class RowsKernelBuilder {
               // Even and odd groups in two chains (or one).
               std::vector<Value>& chain = two_chains && grp % 2 ? hi_sum : lo_sum;
               const bool first = two_chains ? grp < 2 : grp == 0;
-              Value start = grp == 0 ? corr[size_t(i)] : splat(vLi32, b_.getI32IntegerAttr(0));
-              chain[a] = intrinsic(vpdpbusd, vLi32, {first ? start : chain[a], lo, xl[size_t(i)]});
+              Value acc_in = !first      ? chain[a]
+                             : grp == 0 ? corr[size_t(i)]  // the chain holding the correction
+                                        : splat(vLi32, b_.getI32IntegerAttr(0));
+              chain[a] = intrinsic(vpdpbusd, vLi32, {acc_in, lo, xl[size_t(i)]});
             } else if (vnni) {
-              Value zero = splat(vLi32, b_.getI32IntegerAttr(0));
               lo_sum[a] = intrinsic(vpdpbusd, vLi32, {grp ? lo_sum[a] : corr[size_t(i)], lo, xl[size_t(i)]});
               if (two_chains)
-                hi_sum[a] = intrinsic(vpdpbusd, vLi32, {grp ? hi_sum[a] : zero, hi, xh[size_t(i)]});
+                hi_sum[a] = intrinsic(vpdpbusd, vLi32,
+                                      {grp ? hi_sum[a] : splat(vLi32, b_.getI32IntegerAttr(0)), hi, xh[size_t(i)]});
               else
                 lo_sum[a] = intrinsic(vpdpbusd, vLi32, {lo_sum[a], hi, xh[size_t(i)]});
             } else {

@@ -101,9 +101,10 @@ static std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, co
   const int64_t panel = kPanelVectors * isa.f32_lanes;
   PackBlocks b{pick(M, wide ? kBlockMAvx512 : kBlockMAvx2), N % kBlockN == 0 ? kBlockN : 0,
                pick(K, wide ? kBlockKAvx512 : kBlockKAvx2)};
-  // Sizes no standard block divides (Llama widths such as 288): the largest
-  // divisor of the dim that is a multiple of its tile (a register tile for
-  // M, a panel for N, kRegK for K) and no larger than the standard block.
+  // The largest divisor of `dim` that is a multiple of `step` and at most
+  // `max` (0 if none). Sizes no standard block divides (Llama widths such as
+  // 288) take the largest one of their tile (a register tile for M, a panel
+  // for N, kRegK for K) no larger than the standard block.
   auto divisor = [](int64_t dim, int64_t step, int64_t max) -> int64_t {
     for (int64_t d = std::min(dim, max) / step * step; d >= step; d -= step)
       if (dim % d == 0) return d;
@@ -120,20 +121,16 @@ static std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, co
   // Measured on Zen 5 (two threads at about half speed), 256^3: 175 -> 200
   // GFLOP/s, 0.90 -> 0.92-0.99x oneDNN in `radix bench` runs.
   while (threads > 1 && b.m == M && (N / b.n) < 2 * threads) {
-    int64_t next = 0;
-    for (int64_t d = b.n - panel; d >= 2 * panel && !next; d -= panel)
-      if (N % d == 0) next = d;
-    if (!next) break;
+    const int64_t next = divisor(N, panel, b.n - panel);
+    if (next < 2 * panel) break;
     b.n = next;
   }
   // Threads: smaller M blocks (each still dividing M into whole register
   // tiles: halving 200 gave 50, which no 8-row tile divides, and the op was
   // left unvectorized on AVX-512) until each thread has two blocks.
   while (threads > 1 && b.m > 64 && (M / b.m) * (N / b.n) < 2 * threads) {
-    int64_t next = 0;
-    for (int64_t d = b.m - packed_reg_m(isa); d >= kMinThreadBlockM && !next; d -= packed_reg_m(isa))
-      if (M % d == 0) next = d;
-    if (!next) break;
+    const int64_t next = divisor(M, packed_reg_m(isa), b.m - packed_reg_m(isa));
+    if (next < kMinThreadBlockM) break;
     b.m = next;
   }
   return b;
