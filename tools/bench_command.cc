@@ -3,6 +3,8 @@
 // loop shared by every row source, and the markdown table.
 #include "tools/bench_command.h"
 
+#include "radix/backends/cpu/cpu_options.h"
+
 #include <cblas.h>
 #include <dlfcn.h>
 #include <dnnl.h>
@@ -524,21 +526,6 @@ std::string dnnl_openmp_library() {
   return slash ? slash + 1 : info.dli_fname;
 }
 
-// The largest cache's size, from sysfs (0 when unknown).
-int64_t last_level_cache_bytes() {
-  int64_t best = 0;
-  for (int i = 0; i < 8; ++i) {
-    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
-    std::string v;
-    if (!(in >> v) || v.empty()) continue;
-    int64_t n = std::strtoll(v.c_str(), nullptr, 10);
-    if (v.back() == 'K') n <<= 10;
-    else if (v.back() == 'M') n <<= 20;
-    best = std::max(best, n);
-  }
-  return best;
-}
-
 // OpenBLAS's kernels with AVX-512 sgemm (0.3.21): on an AVX-512 host any
 // other one leaves OpenBLAS below its best.
 bool avx512_openblas_core(const char* name) {
@@ -665,7 +652,7 @@ int run_bench(int argc, char** argv) {
   }
   BenchOptions& o = p.opts;
   o.cores = affinity_cores();
-  o.l3_bytes = last_level_cache_bytes();
+  o.l3_bytes = host_last_level_cache_bytes();
   if (o.threads.empty()) {
     o.threads = {1};
     if (o.cores > 1) o.threads.push_back(o.cores);

@@ -152,6 +152,10 @@ class CpuBackend : public Backend {
     if (cg.cpu.threads < 0 || cg.cpu.threads > 1024)
       return invalid_argument("CompileOptions.codegen.cpu.threads must be 0 (every core) or 1..1024, got " +
                               std::to_string(cg.cpu.threads));
+    if (cg.cpu.streaming_store_bytes < -1)
+      return invalid_argument(
+          "CompileOptions.codegen.cpu.streaming_store_bytes must be -1 (half the last-level cache), 0 (never) or a "
+          "byte count, got " + std::to_string(cg.cpu.streaming_store_bytes));
     return check_dump_stages(options.diagnostics, cpu_stage_names());
   }
 
@@ -165,7 +169,8 @@ class CpuBackend : public Backend {
     s += ";opt=" + std::to_string(cg.opt_level) + ";vectorize=" + std::to_string(cg.cpu.vectorize) +
          ";approx=" + std::to_string(cg.cpu.approximate_math) + ";isa=" + std::to_string(isa.f32_lanes) + "x" +
          std::to_string(isa.registers) + ";threads=" + std::to_string(resolve_cpu_threads(cg.cpu.threads)) +
-         ";int8=" + std::to_string(cg.cpu.int8_kernels) + ";bf16=" + std::to_string(cg.cpu.bf16_kernels);
+         ";int8=" + std::to_string(cg.cpu.int8_kernels) + ";bf16=" + std::to_string(cg.cpu.bf16_kernels) +
+         ";stream=" + std::to_string(resolve_streaming_store_bytes(cg.cpu.streaming_store_bytes));
     return s;
   }
 

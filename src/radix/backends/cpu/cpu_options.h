@@ -5,6 +5,8 @@
 
 #include "radix/core/cxx_version.h"  // first: a clear error below C++20
 
+#include <cstdint>
+
 namespace radix {
 
 // The SIMD registers the CPU schedule tiles for. Zero fields mean "the
@@ -46,10 +48,25 @@ struct CpuOptions {
   // multiply-adds per instruction of widening W to f32. false: x stays f32
   // and W is widened (exact f32 products; what CPUs without avx512bf16 get).
   bool bf16_kernels = true;
+  // Outputs of at least this many bytes that a function only writes (no op
+  // reads them back: an elementwise result, a softmax or RMSNorm output) are
+  // written with x86 non-temporal stores, which skip reading each line into
+  // the caches first (RMSNorm over 4096 x 4096 f32: ~1.5x). -1: half the
+  // host's last-level cache, so that outputs a following op could read from
+  // the cache keep normal stores; 0: never. Ignored on other CPUs.
+  int64_t streaming_store_bytes = -1;
 };
 
 // The thread count `threads` resolves to (0 -> the cores this process may
 // run on, from its CPU affinity mask).
 int resolve_cpu_threads(int threads);
+
+// The size of the host's largest CPU cache (its last level) in bytes, from
+// sysfs; 0 when unknown.
+int64_t host_last_level_cache_bytes();
+
+// The byte threshold `streaming_store_bytes` resolves to (-1 -> half of
+// host_last_level_cache_bytes(), or 16 MiB when that is unknown).
+int64_t resolve_streaming_store_bytes(int64_t bytes);
 
 }  // namespace radix

@@ -52,6 +52,11 @@ std::unique_ptr<mlir::Pass> create_prefetch_next_row_pass();
 // columns of the next rows.
 std::unique_ptr<mlir::Pass> create_prefetch_next_tile_pass();
 
+// "radix-streaming-stores{min-bytes=N}": outputs of at least N bytes that a
+// function only writes are stored with non-temporal (cache-bypassing) vector
+// stores where the address is aligned; N = 0 turns it off.
+std::unique_ptr<mlir::Pass> create_streaming_stores_pass();
+
 // "radix-int8-dot-kernels": the integer-activation quantized products the
 // schedule planned for integer kernels (radix.int8_kernel) become loops of
 // x86 byte dot products (AVX2 vpmaddubsw + vpmaddwd, or VNNI vpdpbusd).

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -54,7 +56,10 @@ const PipelineStage kStages[] = {
      // Before deallocation: stack buffers need none.
      "radix-stack-small-buffers,"
      "buffer-deallocation-pipeline,canonicalize,cse,radix-strided-copies-to-loops,radix-scalar-vector-transfers,"
-     "radix-half-transposes-as-integers,radix-prefetch-next-row,radix-prefetch-next-tile,radix-int8-dot-kernels,radix-bf16-dot-kernels"},
+     "radix-half-transposes-as-integers,radix-prefetch-next-row,radix-prefetch-next-tile,radix-int8-dot-kernels,radix-bf16-dot-kernels,"
+     // Last: it drops the write prefetches of the outputs it streams.
+     // @stream@: the byte threshold (CpuOptions::streaming_store_bytes).
+     "radix-streaming-stores{min-bytes=@stream@}"},
     {"math", "func.func(math-extend-to-supported-types),radix-math-approximation"},
     // Threads first: the schedule's scf.forall loops become scf.parallel and
     // then OpenMP parallel regions (LLVM's libomp at run time), each thread
@@ -99,6 +104,7 @@ void register_cpu_passes() {
     mlir::registerPass(create_omp_static_chunks_pass);
     mlir::registerPass(create_prefetch_next_row_pass);
     mlir::registerPass(create_prefetch_next_tile_pass);
+    mlir::registerPass(create_streaming_stores_pass);
     mlir::registerPass(create_int8_dot_kernels_pass);
     mlir::registerPass(create_bf16_dot_kernels_pass);
     mlir::registerPass(create_fuse_elementwise_pass);
@@ -140,9 +146,13 @@ namespace {
 // The stage's pipeline with @threads@ replaced by the resolved thread count
 // (on one thread the schedule emits no scf.forall: the OpenMP passes find
 // nothing to convert) and @mpi@ by the mpi dialect's lowering in a sharded
-// program (convert-to-llvm fails on a dialect never loaded).
+// program (convert-to-llvm fails on a dialect never loaded), @stream@ by the
+// streaming-store threshold (0 off x86: the pass emits x86's sfence).
 std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options, bool partitioned) {
   std::string p = replace_all(stage.pipeline, "@threads@", std::to_string(resolve_cpu_threads(options.threads)));
+  static const bool x86 = llvm::Triple(llvm::sys::getProcessTriple()).isX86();
+  p = replace_all(std::move(p), "@stream@",
+                  std::to_string(x86 ? resolve_streaming_store_bytes(options.streaming_store_bytes) : 0));
   return replace_all(std::move(p), "@mpi@", partitioned ? "convert-to-llvm{filter-dialects=mpi}," : "");
 }
 
