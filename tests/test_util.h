@@ -18,6 +18,14 @@
 
 namespace radix::testing {
 
+// The vector ISAs the CPU schedule tiles for (CpuOptions::schedule_isa):
+// each one's tiling runs on this host, so all are checked on any machine.
+struct IsaCase {
+  const char* name;
+  VectorIsa isa;
+};
+inline constexpr IsaCase kIsas[] = {{"sse", {4, 16}}, {"avx2", {8, 16}}, {"avx512", {16, 32}}};
+
 inline Platform& cpu() {
   static Platform p = Platform::cpu();
   return p;

@@ -19,11 +19,8 @@ namespace {
 using testing::cpu;
 using testing::must;
 
-struct IsaCase {
-  const char* name;
-  VectorIsa isa;
-};
-const IsaCase kIsas[] = {{"sse", {4, 16}}, {"avx2", {8, 16}}, {"avx512", {16, 32}}};
+using testing::IsaCase;
+using testing::kIsas;
 
 CompileFnOptions with_isa(const IsaCase& c) {
   CompileFnOptions o;

@@ -20,11 +20,8 @@ using testing::cpu;
 using testing::must;
 namespace fs = std::filesystem;
 
-struct IsaCase {
-  const char* name;
-  VectorIsa isa;
-};
-const IsaCase kIsas[] = {{"sse", {4, 16}}, {"avx2", {8, 16}}, {"avx512", {16, 32}}};
+using testing::IsaCase;
+using testing::kIsas;
 
 struct Compiled {
   std::vector<float> out;
