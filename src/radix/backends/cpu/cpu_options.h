@@ -51,7 +51,7 @@ struct CpuOptions {
   // Outputs of at least this many bytes that a function only writes (no op
   // reads them back: an elementwise result, a softmax or RMSNorm output) are
   // written with x86 non-temporal stores, which skip reading each line into
-  // the caches first (RMSNorm over 4096 x 4096 f32: ~1.5x). -1: half the
+  // the caches first (an RMSNorm over 4096 x 4096 f32: ~1.5x). -1: half the
   // host's last-level cache, so that outputs a following op could read from
   // the cache keep normal stores; 0: never. Ignored on other CPUs.
   int64_t streaming_store_bytes = -1;
