@@ -56,6 +56,10 @@ std::unique_ptr<mlir::Pass> create_prefetch_next_tile_pass();
 // function only writes are stored with non-temporal (cache-bypassing) vector
 // stores where the address is aligned; N = 0 turns it off.
 std::unique_ptr<mlir::Pass> create_streaming_stores_pass();
+// The mark of the sfence it puts at the end of a parallel loop's body:
+// radix-omp-static-chunks moves it after the thread's share of the
+// iterations (one fence per thread, not per iteration).
+inline constexpr const char* kThreadFenceMark = "radix.thread_fence";
 
 // "radix-int8-dot-kernels": the integer-activation quantized products the
 // schedule planned for integer kernels (radix.int8_kernel) become loops of

@@ -20,6 +20,7 @@
 // split a reduction, so results do not depend on which thread runs which.
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -135,6 +136,19 @@ struct OmpStaticChunksPass : public mlir::PassWrapper<OmpStaticChunksPass, mlir:
         fixed.push_back(a);
       });
       for (mlir::memref::AllocaOp a : fixed) a->moveBefore(loop);
+      // The sfence that ends each iteration's non-temporal stores
+      // (radix-streaming-stores) runs once, after the thread's iterations.
+      llvm::SmallVector<mlir::Operation*> fences;
+      loop.getBody()->walk([&](mlir::LLVM::CallIntrinsicOp f) {
+        if (!f->hasAttr(kThreadFenceMark)) return;
+        for (mlir::Operation* p = f->getParentOp(); p != loop.getOperation(); p = p->getParentOp())
+          if (!llvm::isa<mlir::memref::AllocaScopeOp>(p)) return;
+        fences.push_back(f);
+      });
+      for (size_t i = 0; i < fences.size(); ++i) {
+        if (i == 0) fences[i]->moveAfter(loop);
+        else rewriter.eraseOp(fences[i]);
+      }
     }
   }
 };

@@ -22,9 +22,12 @@
 // 16 floats in a loop bound by memory.
 //
 // Non-temporal stores are weakly ordered: each thread's part of a parallel
-// loop (each scf.forall iteration) and the function itself end with an
-// sfence, so a thread that reads the output after the parallel region or
-// the call (the runtime, the next op) sees every value.
+// loop and the function itself end with an sfence, so a thread that reads
+// the output after the parallel region or the call (the runtime, the next
+// op) sees every value. The fence goes at the end of the scf.forall body
+// here and after each thread's run of iterations once they are one
+// (radix-omp-static-chunks): a fence per iteration made softmax over
+// [200000, 32] on two threads 2.7x slower than normal stores.
 //
 // Write prefetches (memref.prefetch ... write) of a streamed argument are
 // dropped: they would pull the lines the stores are meant to skip into the
@@ -154,18 +157,22 @@ mlir::Operation* thread_scope(mlir::Operation* op) {
   return nullptr;
 }
 
-void sfence_before(mlir::Operation* op) {
+mlir::Operation* sfence_before(mlir::Operation* op) {
   mlir::OpBuilder b(op);
-  mlir::LLVM::CallIntrinsicOp::create(b, op->getLoc(), b.getStringAttr("llvm.x86.sse.sfence"), mlir::ValueRange{});
+  return mlir::LLVM::CallIntrinsicOp::create(b, op->getLoc(), b.getStringAttr("llvm.x86.sse.sfence"),
+                                             mlir::ValueRange{});
 }
 
+// A parallel loop's fence is marked: once the loop is each thread's run of
+// iterations, radix-omp-static-chunks moves it after that run.
 void fence_scope(mlir::Operation* scope) {
   if (auto f = mlir::dyn_cast<mlir::func::FuncOp>(scope)) {
     f.walk([](mlir::func::ReturnOp r) { sfence_before(r); });
     return;
   }
+  mlir::Builder b(scope->getContext());
   for (mlir::Region& r : scope->getRegions())
-    for (mlir::Block& block : r) sfence_before(block.getTerminator());
+    for (mlir::Block& block : r) sfence_before(block.getTerminator())->setAttr(kThreadFenceMark, b.getUnitAttr());
 }
 
 struct StreamingStoresPass : public mlir::PassWrapper<StreamingStoresPass, mlir::OperationPass<mlir::ModuleOp>> {
