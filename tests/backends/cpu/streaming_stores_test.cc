@@ -25,26 +25,27 @@ using testing::kIsas;
 
 struct Compiled {
   std::vector<float> out;
-  std::string assembly;
+  std::string assembly;  // or the dump of the stage run() was asked for
 };
 
 // fn(x, y) compiled with the given threshold, ISA and threads, called once
-// on (a, b); its output and the native code's assembly.
+// on (a, b); its output and the native code's assembly (or `stage`'s dump,
+// by its file name).
 template <class Fn>
 Compiled run(Fn fn, int64_t stream_bytes, const IsaCase& isa, int threads, const Shape& sa, const Shape& sb,
-             const std::vector<float>& a, const std::vector<float>& b) {
+             const std::vector<float>& a, const std::vector<float>& b, const std::string& stage = "asm") {
   const fs::path dir = fs::temp_directory_path() / ("radix-stream-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   CompileFnOptions o;
   o.compile.codegen.cpu.streaming_store_bytes = stream_bytes;
   o.compile.codegen.cpu.schedule_isa = isa.isa;
   o.compile.codegen.cpu.threads = threads;
-  o.compile.diagnostics.dump = {"asm"};
+  o.compile.diagnostics.dump = {stage};
   o.compile.diagnostics.dump_dir = dir.string();
   auto exe = must(compile_fn(cpu(), o, fn, sa, sb));
   EXPECT_FALSE(exe.executable().stats().schedule_fell_back);
   Buffer out = must(exe.call(must(cpu().buffer(sa, a)), must(cpu().buffer(sb, b))));
-  Compiled c{must(out.to_host<float>()), testing::stage_dump(dir, "asm.s")};
+  Compiled c{must(out.to_host<float>()), testing::stage_dump(dir, stage == "asm" ? "asm.s" : stage + ".mlir")};
   fs::remove_all(dir);
   return c;
 }
@@ -156,36 +157,25 @@ TEST(StreamingStores, ElementwiseOutputIsStreamedWithTheSameBits) {
 // bytes (a fence each made softmax 2.7x slower than normal stores).
 TEST(StreamingStores, OneFencePerThreadNotPerIteration) {
   if (!is_x86()) GTEST_SKIP() << "non-temporal stores are x86 only";
-  const Shape s(DType::kF32, {20000, 32});
+  const Shape s(DType::kF32, {20000, 32}), sg(DType::kF32, {32});
   const std::vector<float> x = testing::random_vec<float>(size_t(s.count()), -2, 2, 27);
-  std::vector<float> outs[2];
-  for (int64_t bytes : {int64_t{1}, int64_t{0}}) {
-    const fs::path dir = fs::temp_directory_path() / ("radix-fence-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    CompileFnOptions o;
-    o.compile.codegen.cpu.streaming_store_bytes = bytes;
-    o.compile.codegen.cpu.threads = 2;
-    o.compile.diagnostics.dump = {"lower"};
-    o.compile.diagnostics.dump_dir = dir.string();
-    auto exe = must(compile_fn(cpu(), o, [](Tensor t) { return softmax(t, -1); }, s));
-    outs[bytes ? 0 : 1] = must(must(exe.call(must(cpu().buffer(s, x)))).to_host<float>());
-    const std::string ir = testing::stage_dump(dir, "lower.mlir");
-    fs::remove_all(dir);
-    ASSERT_NE(ir.find("omp.parallel"), std::string::npos) << ir;
-    const size_t fence = ir.find("llvm.x86.sse.sfence");
-    if (!bytes) {
-      EXPECT_EQ(fence, std::string::npos) << ir;
-      continue;
-    }
-    ASSERT_NE(fence, std::string::npos) << ir;
-    EXPECT_EQ(ir.find("llvm.x86.sse.sfence", fence + 1), std::string::npos) << "one fence expected\n" << ir;
-    // The fence is the parallel region's last op: after the thread's loop.
-    const size_t from = ir.find('\n', fence) + 1;
-    std::string next = ir.substr(from, ir.find('\n', from) - from);
-    next.erase(0, next.find_first_not_of(' '));
-    EXPECT_EQ(next.rfind("omp.terminator", 0), size_t{0}) << ir;
-  }
-  EXPECT_EQ(outs[0], outs[1]);
+  const std::vector<float> g = testing::random_vec<float>(size_t(sg.count()), 0.5, 1.5, 28);
+  auto fn = [](Tensor t, Tensor w) { return softmax(t * w, -1); };
+  const Compiled streamed = run(fn, 1, kIsas[2], 2, s, sg, x, g, "lower");
+  const Compiled plain = run(fn, 0, kIsas[2], 2, s, sg, x, g, "lower");
+  EXPECT_EQ(streamed.out, plain.out);
+  ASSERT_NE(plain.assembly.find("omp.parallel"), std::string::npos) << plain.assembly;
+  EXPECT_EQ(plain.assembly.find("llvm.x86.sse.sfence"), std::string::npos) << plain.assembly;
+  const std::string& ir = streamed.assembly;
+  ASSERT_NE(ir.find("omp.parallel"), std::string::npos) << ir;
+  const size_t fence = ir.find("llvm.x86.sse.sfence");
+  ASSERT_NE(fence, std::string::npos) << ir;
+  EXPECT_EQ(ir.find("llvm.x86.sse.sfence", fence + 1), std::string::npos) << "one fence expected\n" << ir;
+  // The fence is the parallel region's last op: after the thread's loop.
+  const size_t from = ir.find('\n', fence) + 1;
+  std::string next = ir.substr(from, ir.find('\n', from) - from);
+  next.erase(0, next.find_first_not_of(' '));
+  EXPECT_EQ(next.rfind("omp.terminator", 0), size_t{0}) << ir;
 }
 
 // Products read C back while they accumulate it: whatever the pass leaves

@@ -1039,6 +1039,10 @@ class RowsKernelBuilder {
     // the tile has fewer than 8 accumulators (vpdpbusd's latency), else one
     // chain per accumulator (registers).
     const bool two_chains = tm * H < 8;
+    // Q4_0 read straight from W with VNNI's two chains: the high nibbles
+    // stay in place, as 16 x nibble (one mask, no shift), and hi_sum holds
+    // 16 x their sums, divided by 16 at the block's end.
+    const bool hi_times_16 = !q8_ && !unpacked_ && vnni && two_chains;
     const char* vpdpbusd = L == 16 ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256";
     Value c0 = idx(0);
     std::vector<Value> m{m0};
@@ -1055,7 +1059,6 @@ class RowsKernelBuilder {
       // Integer sums: VNNI up to two chains (Q4_0: low and high nibbles,
       // Q8_0: even and odd byte groups), AVX2 one of i16 pairs.
       std::vector<Value> lo_sum(acc.size()), hi_sum(acc.size());
-      bool hi_times_16 = false;  // hi_sum holds 16 x the high nibbles' sums
       const int64_t steps = q8_ ? 8 : 4;
       // Row i's correction, broadcast: the start of its first chain.
       std::vector<Value> corr(static_cast<size_t>(tm));
@@ -1085,14 +1088,11 @@ class RowsKernelBuilder {
           } else if (unpacked_) {
             lo = mlir::vector::LoadOp::create(b_, loc_, vBi8, unpacked_, mlir::ValueRange{kb, idx(grp), idx((h0 + h) * 4 * L)});
             hi = mlir::vector::LoadOp::create(b_, loc_, vBi8, unpacked_, mlir::ValueRange{kb, idx(4 + grp), idx((h0 + h) * 4 * L)});
-          } else if (vnni && two_chains) {
-            // The high nibbles stay in place, as 16 x nibble (one mask, no
-            // shift): their chain's sum is divided by 16 at the block's end.
+          } else if (hi_times_16) {
             Value bytes = mlir::vector::LoadOp::create(b_, loc_, vBi8, operand(w_op_),
                                                        llvm::SmallVector<Value>{r0, kb, idx(grp), idx((h0 + h) * L), c0});
             lo = mlir::arith::AndIOp::create(b_, loc_, bytes, splat(vBi8, b_.getI8IntegerAttr(0x0F)));
             hi = mlir::arith::AndIOp::create(b_, loc_, bytes, splat(vBi8, b_.getI8IntegerAttr(int8_t(0xF0))));
-            hi_times_16 = true;
           } else {
             std::tie(lo, hi) = split_nibbles(mlir::vector::LoadOp::create(
                 b_, loc_, vBi8, operand(w_op_), llvm::SmallVector<Value>{r0, kb, idx(grp), idx((h0 + h) * L), c0}));
