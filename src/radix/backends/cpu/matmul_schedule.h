@@ -39,6 +39,13 @@ std::optional<std::vector<int64_t>> bf16_kernel_plan(mlir::linalg::LinalgOp op, 
 // the product (stories15M Q4_0 prefill spent 3-5% of its time in memset).
 void int8_outputs_without_fills(mlir::ModuleOp module, int threads, const Int8Target& host);
 
+// Rewrites each f32 x[M, K] · W[N, K]ᵀ with few rows (a prompt; M up to
+// 512, N at least 2M, K at least 4M) whose init is a fill as the transpose of W · xᵀ, when
+// the packed schedule takes both forms: it then packs x instead of W. An
+// elementwise consumer reads the product through a transposed map; otherwise
+// a transpose follows it. Returns how many it rewrote.
+int swap_small_row_matmuls(mlir::ModuleOp module, const VectorIsa& isa);
+
 // A contraction (matmul / batch_matmul) whose B is read as [.., n, k]:
 // maps A(.., m, k), B(.., n, k), C(.., m, n) (trace/ops_dot.cc emits it for
 // weights stored [out, in] and for q · kᵀ).

@@ -146,15 +146,32 @@ bool float_generic(mlir::linalg::LinalgOp op) {
   return llvm::isa<mlir::Float32Type, mlir::Float64Type>(et);
 }
 
+// An input read along the row loop (the last) at another position than its
+// innermost axis: a transpose, each row a column of that input (an
+// operand-swapped matmul's product read by its consumer). Row at a time,
+// such reads are one element per input row; on its own the op is tiled
+// square instead (minor_transpose).
+bool reads_rows_across(mlir::linalg::LinalgOp op) {
+  const unsigned last = op.getNumLoops() - 1;
+  for (mlir::OpOperand* in : op.getDpsInputOperands()) {
+    if (!llvm::isa<mlir::ShapedType>(in->get().getType())) continue;
+    mlir::AffineMap m = op.getMatchingIndexingMap(in);
+    for (unsigned i = 0; i + 1 < m.getNumResults(); ++i)
+      if (m.getResult(i) == mlir::getAffineDimExpr(last, op.getContext())) return true;
+  }
+  return false;
+}
+
 // Loops (rows..., c): every loop parallel, or all but the last (a reduction
 // along the row into one value per row).
 bool is_row_reduction(mlir::linalg::LinalgOp op) {
-  if (!float_generic(op) || op.getNumLoops() < 2 || op.getNumReductionLoops() != 1) return false;
+  if (!float_generic(op) || op.getNumLoops() < 2 || op.getNumReductionLoops() != 1 || reads_rows_across(op))
+    return false;
   llvm::SmallVector<mlir::utils::IteratorType> it = op.getIteratorTypesArray();
   return it.back() == mlir::utils::IteratorType::reduction;
 }
 bool is_row_elementwise(mlir::linalg::LinalgOp op) {
-  return float_generic(op) && op.getNumLoops() >= 2 && op.getNumReductionLoops() == 0;
+  return float_generic(op) && op.getNumLoops() >= 2 && op.getNumReductionLoops() == 0 && !reads_rows_across(op);
 }
 // An elementwise op on one value per row of `root` (1 / sum, rsqrt(mean + eps)).
 bool is_row_scalar_op(mlir::linalg::LinalgOp op, mlir::linalg::LinalgOp root) {
@@ -403,6 +420,67 @@ bool is_windowed_generic(mlir::linalg::LinalgOp op) {
 // indices. Tiled like an elementwise op; the n-D extract vectorizes to
 // contiguous loads only with vectorize_nd_extract.
 bool is_pad_copy(mlir::linalg::LinalgOp op) { return op->hasAttr("radix.pad_copy"); }
+
+// ---- Transposes of the innermost axis -----------------------------------------
+// An elementwise op reading an input along another loop than its output's
+// innermost one (a [r, c] -> [c, r] transpose, often with the arithmetic of
+// its consumers fused in) is tiled T x T over those two loops (T = the
+// vector's f32 lanes, 16 or 8) instead of one row of lanes: each tile reads T
+// contiguous runs of the input, transposes them in registers (shuffle_16x16
+// on AVX-512, the 8 x 8 AVX2 shuffles otherwise) and writes T contiguous
+// rows. One row of lanes at a time gathers every lane from another input row
+// (one scalar insert per element). The operand-swapped prefill matmuls'
+// [N, M] -> [M, N] output transposes are such ops (swap_small_row_matmuls).
+struct MinorTranspose {
+  unsigned loop;  // the loop along the transposed inputs' innermost axis
+  int64_t tile;   // T
+};
+
+std::optional<MinorTranspose> minor_transpose(mlir::linalg::LinalgOp op, const VectorIsa& isa) {
+  auto generic = llvm::dyn_cast<mlir::linalg::GenericOp>(op.getOperation());
+  const unsigned n = op.getNumLoops();
+  if (!generic || n < 2 || op.getNumReductionLoops() != 0 || op.getNumDpsInits() != 1 || touches_bool(op))
+    return std::nullopt;
+  const int64_t t = isa.f32_lanes;
+  if (t != 8 && t != 16) return std::nullopt;
+  for (mlir::OpOperand& o : op->getOpOperands()) {
+    auto st = llvm::dyn_cast<mlir::ShapedType>(o.get().getType());
+    if (st && st.getElementTypeBitWidth() != 32) return std::nullopt;
+  }
+  if (!op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity()) return std::nullopt;
+  std::optional<unsigned> loop;
+  for (mlir::OpOperand* in : op.getDpsInputOperands()) {
+    if (!llvm::isa<mlir::ShapedType>(in->get().getType())) continue;
+    mlir::AffineMap m = op.getMatchingIndexingMap(in);
+    if (!m.isProjectedPermutation() || m.getNumResults() == 0) return std::nullopt;
+    const unsigned minor = llvm::cast<mlir::AffineDimExpr>(m.getResults().back()).getPosition();
+    if (minor == n - 1) continue;
+    if (loop && *loop != minor) return std::nullopt;  // two different transposes
+    loop = minor;
+  }
+  if (!loop) return std::nullopt;
+  llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  if (r[*loop] % t != 0 || r[n - 1] % t != 0) return std::nullopt;
+  return MinorTranspose{*loop, t};
+}
+
+// Returns whether the tiles are split over threads.
+bool emit_minor_transpose(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,
+                          const MinorTranspose& mt, int threads) {
+  const size_t n = op.getNumLoops();
+  std::vector<int64_t> sizes(n, 1);
+  sizes[mt.loop] = mt.tile;
+  sizes[n - 1] = mt.tile;
+  const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, sizes);
+  emit_tile(body, forall_if(body, id, par), id + "t", sizes);
+  body << "    transform.structured.vectorize %" << id << "t : !transform.any_op\n"
+       << "    transform.apply_patterns to %" << id << "t_l0 {\n"
+       << "      transform.apply_patterns.vector.transfer_permutation_patterns\n"
+       << "      transform.apply_patterns.vector.lower_transpose "
+       << (mt.tile == 16 ? "lowering_strategy = \"shuffle_16x16\"" : "avx2_lowering_strategy = true") << "\n"
+       << "    } : !transform.any_op\n";
+  return !par.empty();
+}
 // -----------------------------------------------------------------------------
 }  // namespace
 
@@ -484,7 +562,8 @@ std::string ScheduleSummary::to_string() const {
          std::to_string(elementwise) + " elementwise, " + std::to_string(reductions) + " reductions, " +
          std::to_string(skipped) + " left as loops, " + std::to_string(parallel) + " on threads, " +
          std::to_string(fused_rows) + " row-fused groups, " + std::to_string(fused_consumers) +
-         " consumers fused into matmuls";
+         " consumers fused into matmuls, " + std::to_string(swapped) + " operand-swapped, " +
+         std::to_string(transposes) + " tiled transposes";
 }
 
 VectorIsa host_vector_isa() {
@@ -556,6 +635,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
   };
   auto handle = [](int64_t id) { return "op" + std::to_string(id); };
   int8_outputs_without_fills(module, threads, int8);
+  sum.swapped = swap_small_row_matmuls(module, isa);
 
   // Every function with a body: @main and the function cache's callees, which
   // stay calls (a layer called twelve times is scheduled and compiled once).
@@ -757,6 +837,13 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested
         }
       }
 
+      if (std::optional<MinorTranspose> mt = minor_transpose(op, isa)) {
+        match();
+        if (emit_minor_transpose(body, op, id, *mt, threads)) ++sum.parallel;
+        ++sum.elementwise;
+        ++sum.transposes;
+        return;
+      }
       const bool elementwise = op.getNumReductionLoops() == 0 &&
                                (llvm::isa<mlir::linalg::GenericOp, mlir::linalg::FillOp>(op.getOperation()));
       if (elementwise && !touches_bool(op)) {

@@ -41,7 +41,11 @@ struct ScheduleSummary {
   int parallel = 0;     // ops whose outer tiles are an scf.forall (threads > 1)
   int fused_rows = 0;   // row-fusion groups (softmax, norms: reductions + elementwise, one row at a time)
   int fused_consumers = 0;  // elementwise consumers (bias, activation) run on their matmuls' register tiles
-  // "2 matmuls (1 packed), 3 elementwise, 1 reductions, 4 left as loops, 2 on threads"
+  int swapped = 0;     // prompt matmuls x · Wᵀ computed as (W · xᵀ)ᵀ (packing x, not W)
+  int transposes = 0;  // elementwise ops transposing their innermost axis in square tiles
+  // "2 matmuls (1 packed), 3 elementwise, 1 reductions, 4 left as loops, 2 on
+  // threads, 0 row-fused groups, 0 consumers fused into matmuls, 1
+  // operand-swapped, 1 tiled transposes"
   std::string to_string() const;
 };
 
