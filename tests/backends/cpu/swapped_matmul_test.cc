@@ -44,6 +44,14 @@ std::string summary(const fs::path& dir) {
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// The summary in `dir` names every one of `parts`, and tiled transposes
+// exactly when `tiled`.
+void expect_summary(const fs::path& dir, std::initializer_list<const char*> parts, bool tiled) {
+  const std::string sum = summary(dir);
+  for (const char* part : parts) EXPECT_TRUE(has(sum, part)) << part << " in " << sum;
+  EXPECT_EQ(has(sum, "1 tiled transposes"), tiled) << sum;
+}
+
 // x[m, k] · W[n, k]ᵀ (+ bias[n], then relu, when `bias` is non-empty) in doubles.
 std::vector<float> reference(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& bias,
                              int64_t m, int64_t n, int64_t k) {
@@ -135,10 +143,7 @@ TEST(SwappedMatmul, ConsumersTransposeInTheirTiles) {
         Buffer out =
             must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, w)), must(cpu().buffer(bs, bias))));
         EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-5, 1e-5));
-        const std::string sum = summary(dir);
-        EXPECT_TRUE(has(sum, "1 operand-swapped")) << sum;
-        EXPECT_TRUE(has(sum, "1 elementwise")) << sum;  // the consumer, nothing else
-        EXPECT_EQ(has(sum, "1 tiled transposes"), tiled) << sum;
+        expect_summary(dir, {"1 operand-swapped", "1 elementwise"}, tiled);  // the consumer, nothing else
       }
       {
         auto exe = must(compile_fn(
@@ -150,10 +155,7 @@ TEST(SwappedMatmul, ConsumersTransposeInTheirTiles) {
         Buffer out = must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, w)), must(cpu().buffer(ws, w3))));
         // silu's exp is the backend's polynomial (relative error ~1e-7).
         EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want_swiglu, 1e-5, 1e-5));
-        const std::string sum = summary(dir);
-        EXPECT_TRUE(has(sum, "2 matmuls (2 packed), 1 elementwise")) << sum;
-        EXPECT_TRUE(has(sum, "2 operand-swapped")) << sum;
-        EXPECT_EQ(has(sum, "1 tiled transposes"), tiled) << sum;
+        expect_summary(dir, {"2 matmuls (2 packed), 1 elementwise", "2 operand-swapped"}, tiled);
       }
       {
         auto exe = must(compile_fn(
@@ -167,10 +169,7 @@ TEST(SwappedMatmul, ConsumersTransposeInTheirTiles) {
         const std::vector<float> y = must(outs[0].to_host<float>()), r = must(outs[1].to_host<float>());
         EXPECT_TRUE(testing::all_close(y, g, 1e-5, 1e-5));
         for (size_t i = 0; i < y.size(); ++i) EXPECT_EQ(r[i], y[i] > 0 ? y[i] : 0.0f) << i;
-        const std::string sum = summary(dir);
-        EXPECT_TRUE(has(sum, "1 operand-swapped")) << sum;
-        EXPECT_TRUE(has(sum, "2 elementwise")) << sum;  // the transpose, then relu
-        EXPECT_EQ(has(sum, "1 tiled transposes"), tiled) << sum;
+        expect_summary(dir, {"1 operand-swapped", "2 elementwise"}, tiled);  // the transpose, then relu
       }
       {
         // A row-fused consumer group (softmax) after the bias add: the add,
@@ -192,10 +191,7 @@ TEST(SwappedMatmul, ConsumersTransposeInTheirTiles) {
         }
         // exp is the backend's polynomial; the sums reassociate.
         EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want_sm, 1e-5, 1e-7));
-        const std::string sum = summary(dir);
-        EXPECT_TRUE(has(sum, "1 operand-swapped")) << sum;
-        EXPECT_TRUE(has(sum, "1 row-fused groups")) << sum;
-        EXPECT_EQ(has(sum, "1 tiled transposes"), tiled) << sum;
+        expect_summary(dir, {"1 operand-swapped", "1 row-fused groups"}, tiled);
       }
       fs::remove_all(dir);
     }
@@ -242,11 +238,11 @@ TEST(SwappedMatmul, InnermostTransposesTileSquare) {
         const Axes perm = t.perm;
         auto plain = must(compile_fn(
             cpu(), options(c, threads, dir), [perm](Tensor a) { return transpose(a, perm); }, xs));
-        EXPECT_EQ(has(summary(dir), "1 tiled transposes"), tiled) << summary(dir);
+        expect_summary(dir, {}, tiled);
         EXPECT_EQ(must(must(plain.call(must(cpu().buffer(xs, x)))).to_host<float>()), want_t);
         auto fused = must(compile_fn(
             cpu(), options(c, threads, dir), [perm](Tensor a, Tensor b) { return transpose(a, perm) + b; }, xs, ys));
-        EXPECT_EQ(has(summary(dir), "1 tiled transposes"), tiled) << summary(dir);
+        expect_summary(dir, {}, tiled);
         EXPECT_EQ(must(must(fused.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ys, y)))).to_host<float>()),
                   want_sum);
         fs::remove_all(dir);
