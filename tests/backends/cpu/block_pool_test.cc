@@ -1,10 +1,13 @@
 // The CPU backend's pool of freed blocks: a freed block of the same size is
 // handed out again, other sizes are not mixed in, the cache stays within its
-// limit, and an executable's per-call output reuses the previous call's
-// freed output.
+// limit, large blocks ask for huge pages, and an executable's per-call
+// output reuses the previous call's freed output.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "radix/backends/cpu/block_pool.h"
@@ -32,6 +35,45 @@ TEST(BlockPool, ReusesSameSizeBlocksWithinItsLimit) {
   void* big = pool.allocate(2 << 20);
   pool.release(big, 2 << 20);
   EXPECT_LE(pool.cached_bytes(), size_t{1} << 20);
+}
+
+// The flags line ("VmFlags: rd wr mr ... hg") of the /proc/self/smaps
+// mapping that holds `p`, or "" if none does.
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') inside = lo <= addr && addr < hi;
+    else if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
+}
+
+// Blocks of 2 MiB and more start on a 2 MiB boundary and are marked for
+// huge pages (madvise: the "hg" flag of their mapping); smaller ones are not.
+TEST(BlockPool, LargeBlocksAskForHugePages) {
+  BlockPool pool(0);
+  const size_t big = (size_t{9} << 20) + 100;  // not a multiple of 2 MiB
+  auto* p = static_cast<unsigned char*>(pool.allocate(big));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % BlockPool::kHugePageBytes, 0u);
+  p[0] = p[big - 1] = 1;  // every byte is usable
+  if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    pool.release(p, big);
+    GTEST_SKIP() << "this kernel has no transparent huge pages";
+  }
+  const std::string flags = vm_flags_of(p);
+  ASSERT_FALSE(flags.empty());
+  EXPECT_NE((flags + " ").find(" hg "), std::string::npos) << flags;
+  pool.release(p, big);
+  auto* small = static_cast<unsigned char*>(pool.allocate(100 << 10));
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ((vm_flags_of(small) + " ").find(" hg "), std::string::npos) << vm_flags_of(small);
+  pool.release(small, 100 << 10);
 }
 
 TEST(BlockPool, ManyThreads) {

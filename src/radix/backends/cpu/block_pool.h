@@ -5,8 +5,10 @@
 // memory from the kernel (a 64 MiB output is 16K faults): calls run on warm
 // pages without the caller tuning malloc.
 //
-// Thread-safe. Blocks are 64-byte aligned (std::aligned_alloc); the pool
-// holds at most `limit_bytes` of free blocks and frees the rest.
+// Thread-safe. Blocks are 64-byte aligned (std::aligned_alloc); blocks of 2
+// MiB and more are 2 MiB aligned with transparent huge pages requested
+// (madvise) over their whole 2 MiB pages. The pool holds at most
+// `limit_bytes` of free blocks and frees the rest.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +20,8 @@ namespace radix {
 
 class BlockPool {
  public:
+  static constexpr size_t kHugePageBytes = size_t{2} << 20;
+
   explicit BlockPool(size_t limit_bytes) : limit_(limit_bytes) {}
   ~BlockPool();
   BlockPool(const BlockPool&) = delete;
@@ -34,6 +38,7 @@ class BlockPool {
 
  private:
   static size_t rounded(size_t bytes) { return (bytes == 0 ? 1 : bytes + 63) / 64 * 64; }
+
   const size_t limit_;
   mutable std::mutex mu_;
   std::map<size_t, std::vector<void*>> free_;  // by rounded size
