@@ -199,7 +199,8 @@ TEST(SwappedMatmul, ConsumersTransposeInTheirTiles) {
 
 // Transposes of the innermost axis, alone and with arithmetic fused in, are
 // tiled T x T where T divides both axes, and copy every value exactly;
-// [20, 36] (no 8 or 16 divides 20) keeps rows of lanes and is exact too.
+// [20, 36] (no 8 or 16 divides 20) keeps rows of lanes and is exact too, as
+// does a per-row value broadcast along the rows.
 TEST(SwappedMatmul, InnermostTransposesTileSquare) {
   struct Case {
     std::vector<int64_t> dims;
@@ -247,6 +248,20 @@ TEST(SwappedMatmul, InnermostTransposesTileSquare) {
                   want_sum);
         fs::remove_all(dir);
       }
+  }
+  // A value per row broadcast along the row is no transpose: rows of lanes.
+  const Shape xs(DType::kF32, {64, 48}), cs(DType::kF32, {64, 1});
+  const std::vector<float> x = testing::random_vec<float>(64 * 48, -1, 1, 83);
+  const std::vector<float> col = testing::random_vec<float>(64, -1, 1, 84);
+  std::vector<float> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] + col[i / 48];
+  for (const IsaCase& c : kIsas) {
+    const fs::path dir = fs::temp_directory_path() / ("radix-swapb-" + std::to_string(::getpid()));
+    auto exe = must(compile_fn(cpu(), options(c, 1, dir), [](Tensor a, Tensor b) { return a + b; }, xs, cs));
+    expect_summary(dir, {"1 elementwise"}, false);
+    EXPECT_EQ(must(must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(cs, col)))).to_host<float>()), want)
+        << c.name;
+    fs::remove_all(dir);
   }
 }
 

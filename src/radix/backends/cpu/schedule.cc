@@ -448,13 +448,17 @@ std::optional<MinorTranspose> minor_transpose(mlir::linalg::LinalgOp op, const V
     if (st && st.getElementTypeBitWidth() != 32) return std::nullopt;
   }
   if (!op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity()) return std::nullopt;
+  // Inputs read along the output's innermost loop at another axis than
+  // their own innermost; inputs that do not vary along it (a per-row value
+  // broadcast over the row) are not transposes.
   std::optional<unsigned> loop;
+  const mlir::AffineExpr row = mlir::getAffineDimExpr(n - 1, op.getContext());
   for (mlir::OpOperand* in : op.getDpsInputOperands()) {
     if (!llvm::isa<mlir::ShapedType>(in->get().getType())) continue;
     mlir::AffineMap m = op.getMatchingIndexingMap(in);
-    if (!m.isProjectedPermutation() || m.getNumResults() == 0) return std::nullopt;
+    if (!m.isProjectedPermutation()) return std::nullopt;
+    if (m.getNumResults() == 0 || m.getResults().back() == row || !llvm::is_contained(m.getResults(), row)) continue;
     const unsigned minor = llvm::cast<mlir::AffineDimExpr>(m.getResults().back()).getPosition();
-    if (minor == n - 1) continue;
     if (loop && *loop != minor) return std::nullopt;  // two different transposes
     loop = minor;
   }
