@@ -46,7 +46,14 @@ Tag::Tag(const char* name) : name_(name && *name ? intern(name) : nullptr) {}
 Tag::Tag(std::string_view name) : name_(name.empty() ? nullptr : intern(name)) {}
 
 std::string Axis::to_string() const {
-  if (is_tag()) return "'" + std::string(tag_.name()) + "'";
+  if (is_tag()) {
+    // Appended, not "'" + std::string(...): GCC 12 warns (-Wrestrict, a false
+    // positive) on a C string prepended to a temporary string.
+    std::string s = "'";
+    s += tag_.name();
+    s += "'";
+    return s;
+  }
   return std::to_string(index_);
 }
 
@@ -98,7 +105,10 @@ void Shape::check_size() const {
   if (ok) ok = mul_ok(n, static_cast<int64_t>(dtype_size(dtype_)));
   if (!ok) {
     std::string dims;
-    for (int i = 0; i < rank_; ++i) dims += (i ? "," : "") + std::to_string(dims_[i]);
+    for (int i = 0; i < rank_; ++i) {
+      if (i) dims += ",";
+      dims += std::to_string(dims_[i]);
+    }
     throw std::invalid_argument("radix::Shape: " + std::string(dtype_name(dtype_)) + "[" + dims +
                                 "] is too large: its element count or byte size overflows 64 bits");
   }

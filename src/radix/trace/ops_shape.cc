@@ -79,7 +79,10 @@ Tensor reshape(const Tensor& x, std::span<const int64_t> dims_in, std::span<cons
   CompilationContext& ctx = context_for("reshape", {&x});
   auto dims_str = [&] {
     std::string s = "[";
-    for (size_t i = 0; i < dims_in.size(); ++i) s += (i ? "," : "") + std::to_string(dims_in[i]);
+    for (size_t i = 0; i < dims_in.size(); ++i) {
+      if (i) s += ",";
+      s += std::to_string(dims_in[i]);
+    }
     return s + "]";
   };
   if (dims_in.size() > static_cast<size_t>(kMaxRank))
