@@ -698,32 +698,29 @@ int swap_small_row_matmuls(mlir::ModuleOp module, const VectorIsa& isa) {
     // product) reads the [N, M] product through a transposed map instead: the
     // transpose happens in its tiles, with no pass of its own over memory.
     mlir::Value res = mm->getResult(0);
-    if (res.hasOneUse()) {
-      mlir::OpOperand& use = *res.getUses().begin();
-      auto g = llvm::dyn_cast<mlir::linalg::GenericOp>(use.getOwner());
-      if (g && g.getNumLoops() == 2 && g.getNumReductionLoops() == 0 && g.isDpsInput(&use) &&
-          g.getMatchingIndexingMap(&use).isIdentity() && g.getNumDpsInits() == 1 &&
-          g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isIdentity()) {
-        llvm::SmallVector<mlir::AffineMap> gmaps = g.getIndexingMapsArray();
-        gmaps[use.getOperandNumber()] = transposed;
-        use.set(prod);
-        g.setIndexingMapsAttr(b.getAffineMapArrayAttr(gmaps));
-        mm->erase();
-        if (fill->use_empty()) fill->erase();
-        continue;
-      }
+    mlir::OpOperand* use = res.hasOneUse() ? &*res.getUses().begin() : nullptr;
+    auto g = use ? llvm::dyn_cast<mlir::linalg::GenericOp>(use->getOwner()) : mlir::linalg::GenericOp();
+    if (g && g.getNumLoops() == 2 && g.getNumReductionLoops() == 0 && g.isDpsInput(use) &&
+        g.getMatchingIndexingMap(use).isIdentity() && g.getNumDpsInits() == 1 &&
+        g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isIdentity()) {
+      llvm::SmallVector<mlir::AffineMap> gmaps = g.getIndexingMapsArray();
+      gmaps[use->getOperandNumber()] = transposed;
+      use->set(prod);
+      g.setIndexingMapsAttr(b.getAffineMapArrayAttr(gmaps));
+    } else {
+      llvm::SmallVector<mlir::AffineMap, 2> maps = {transposed, mlir::AffineMap::getMultiDimIdentityMap(2, ctx)};
+      llvm::SmallVector<mlir::utils::IteratorType, 2> iters(2, mlir::utils::IteratorType::parallel);
+      mlir::Value out =
+          mlir::linalg::GenericOp::create(
+              b, loc, mlir::TypeRange{ct}, mlir::ValueRange{prod},
+              mlir::ValueRange{mlir::tensor::EmptyOp::create(b, loc, ct.getShape(), ct.getElementType())}, maps,
+              iters,
+              [](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange args) {
+                mlir::linalg::YieldOp::create(nb, l, args[0]);
+              })
+              .getResult(0);
+      res.replaceAllUsesWith(out);
     }
-    llvm::SmallVector<mlir::AffineMap, 2> maps = {transposed, mlir::AffineMap::getMultiDimIdentityMap(2, ctx)};
-    llvm::SmallVector<mlir::utils::IteratorType, 2> iters(2, mlir::utils::IteratorType::parallel);
-    mlir::Value out =
-        mlir::linalg::GenericOp::create(
-            b, loc, mlir::TypeRange{ct}, mlir::ValueRange{prod},
-            mlir::ValueRange{mlir::tensor::EmptyOp::create(b, loc, ct.getShape(), ct.getElementType())}, maps, iters,
-            [](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange args) {
-              mlir::linalg::YieldOp::create(nb, l, args[0]);
-            })
-            .getResult(0);
-    mm->getResult(0).replaceAllUsesWith(out);
     mm->erase();
     if (fill->use_empty()) fill->erase();
   }

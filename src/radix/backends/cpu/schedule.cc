@@ -146,19 +146,24 @@ bool float_generic(mlir::linalg::LinalgOp op) {
   return llvm::isa<mlir::Float32Type, mlir::Float64Type>(et);
 }
 
-// An input read along the row loop (the last) at another position than its
-// innermost axis: a transpose, each row a column of that input (an
-// operand-swapped matmul's product read by its consumer). Row at a time,
-// such reads are one element per input row; on its own the op is tiled
-// square instead (minor_transpose).
+// An input map that reads along the row loop (the op's last, `last`) at
+// another axis than its innermost: a transpose, each row a column of that
+// input. Inputs that do not vary along the row (a per-row value broadcast
+// over it) do not.
+bool map_reads_row_across(mlir::AffineMap m, unsigned last) {
+  for (unsigned i = 0; i + 1 < m.getNumResults(); ++i)
+    if (m.getResult(i) == mlir::getAffineDimExpr(last, m.getContext())) return true;
+  return false;
+}
+
+// An op with such an input (an operand-swapped matmul's product read by its
+// consumer). Row at a time, such reads are one element per input row; on
+// its own the op is tiled square instead (minor_transpose).
 bool reads_rows_across(mlir::linalg::LinalgOp op) {
-  const unsigned last = op.getNumLoops() - 1;
-  for (mlir::OpOperand* in : op.getDpsInputOperands()) {
-    if (!llvm::isa<mlir::ShapedType>(in->get().getType())) continue;
-    mlir::AffineMap m = op.getMatchingIndexingMap(in);
-    for (unsigned i = 0; i + 1 < m.getNumResults(); ++i)
-      if (m.getResult(i) == mlir::getAffineDimExpr(last, op.getContext())) return true;
-  }
+  for (mlir::OpOperand* in : op.getDpsInputOperands())
+    if (llvm::isa<mlir::ShapedType>(in->get().getType()) &&
+        map_reads_row_across(op.getMatchingIndexingMap(in), op.getNumLoops() - 1))
+      return true;
   return false;
 }
 
@@ -448,16 +453,14 @@ std::optional<MinorTranspose> minor_transpose(mlir::linalg::LinalgOp op, const V
     if (st && st.getElementTypeBitWidth() != 32) return std::nullopt;
   }
   if (!op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity()) return std::nullopt;
-  // Inputs read along the output's innermost loop at another axis than
-  // their own innermost; inputs that do not vary along it (a per-row value
-  // broadcast over the row) are not transposes.
+  // The transposed inputs (map_reads_row_across) must all have the same
+  // innermost loop.
   std::optional<unsigned> loop;
-  const mlir::AffineExpr row = mlir::getAffineDimExpr(n - 1, op.getContext());
   for (mlir::OpOperand* in : op.getDpsInputOperands()) {
     if (!llvm::isa<mlir::ShapedType>(in->get().getType())) continue;
     mlir::AffineMap m = op.getMatchingIndexingMap(in);
     if (!m.isProjectedPermutation()) return std::nullopt;
-    if (m.getNumResults() == 0 || m.getResults().back() == row || !llvm::is_contained(m.getResults(), row)) continue;
+    if (!map_reads_row_across(m, n - 1)) continue;
     const unsigned minor = llvm::cast<mlir::AffineDimExpr>(m.getResults().back()).getPosition();
     if (loop && *loop != minor) return std::nullopt;  // two different transposes
     loop = minor;
