@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
   std::printf("\nKV-cache step, median us per call (cache %lld x seq x %lld x %lld f32):\n", (long long)kLayers,
               (long long)kHeads, (long long)kDim);
   for (int64_t s : kSeqs) {
-    const std::string arg = "/" + std::to_string(s);
+    std::string arg = "/";
+    arg += std::to_string(s);
     double d = reporter.median("BM_KvStepDonated" + arg, "us");
     double l = reporter.median("BM_KvStepLent" + arg, "us");
     std::printf("  seq %5lld (%6.1f MiB): donated %8.2f us, lent %8.2f us, lent / donated %.1f\n", (long long)s,

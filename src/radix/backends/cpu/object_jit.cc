@@ -261,7 +261,8 @@ Result<std::string> emit_object(mlir::ModuleOp module, const ObjectCodegenOption
     // Context-wide: while it is installed, it would also take diagnostics of
     // other threads using the same context.
     mlir::ScopedDiagnosticHandler capture(module->getContext(), [&](mlir::Diagnostic& d) {
-      diagnostics += (diagnostics.empty() ? "" : "\n") + d.str();
+      if (!diagnostics.empty()) diagnostics += "\n";
+      diagnostics += d.str();
       return mlir::success();
     });
     m = mlir::translateModuleToLLVMIR(module, llvm_ctx, "radix");

@@ -600,7 +600,9 @@ Int8Target int8_target(std::string_view target_features) {
         .vnni512 = f.lookup("avx512vnni") && f.lookup("avx512bw") && f.lookup("avx512f")};
   }
   const size_t space = target_features.find(' ');
-  std::string s = "," + std::string(target_features.substr(space == std::string_view::npos ? target_features.size() : space + 1)) + ",";
+  std::string s = ",";  // appended, not "," + std::string(...): GCC 12's -Wrestrict false positive
+  s += target_features.substr(space == std::string_view::npos ? target_features.size() : space + 1);
+  s += ",";
   if (s == ",,") {
     // A named CPU (CompileOptions.codegen.target_cpu) comes without its
     // features: the ones the name implies.
