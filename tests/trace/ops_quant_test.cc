@@ -181,7 +181,8 @@ TEST(Quant, LongPromptOnOneThreadKeepsTheStackFlat) {
 // A Q4_0 prompt's product on an AVX2 host runs with the weight rows in the
 // accumulators' lanes: each 4 bytes of x broadcast (vpbroadcastd) and
 // multiplied with 8 weight rows, no horizontal sums (vhaddps: the
-// row-per-accumulator form's store_sums); Q8_0 keeps that form. Neither
+// row-per-accumulator form's store_sums); Q8_0 too on VNNI hosts (16-row
+// tiles rewritten on the stack), else it keeps that form. Neither
 // zero-fills its output first.
 TEST(Quant, Q4PromptPutsWeightRowsInLanes) {
   const Int8Target host = int8_target("");
@@ -204,7 +205,7 @@ TEST(Quant, Q4PromptPutsWeightRowsInLanes) {
         << ir;
     EXPECT_TRUE(std::regex_search(ir, std::regex(outs[1].str() + R"( = tensor\.empty\(\) : tensor<64x64xf32>)"))) << ir;
     EXPECT_NE(asm_text.find(host.vnni ? "vpdpbusd" : "vpmaddubsw"), std::string::npos) << asm_text;
-    if (f == QuantFormat::kQ4_0) {
+    if (f == QuantFormat::kQ4_0 || host.vnni) {
       EXPECT_NE(asm_text.find("vpbroadcastd"), std::string::npos) << asm_text;
       EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
     } else {
@@ -485,6 +486,29 @@ TEST(Quant, Q8RowsMatchDequantizedReference) {
   check_product(QuantFormat::kQ8_0x16, 1, 512, 512, 2);
   check_product(QuantFormat::kQ8_0x16, 64, 256, 512, 2);
   check_product(QuantFormat::kQ8_0x16, 20, 48, 96, 1, QuantizedActivations::kF32);
+}
+
+// Q8_0 prompts in plain rows with n a multiple of 16 take integer
+// activations at any k; on VNNI hosts each tile of 16 weight rows is
+// rewritten in the Q8_0x16 layout on the stack (two blocks per 16 x 16
+// dword transpose, an odd last block alone) and run by the row-group
+// kernel. 4-, 3-, 2- and 1-row tiles of x (m = 128, 30, 22, 17); 1, 2, 9,
+// 17 and 18 blocks; 1, 2 and 3 row groups; k = 16384 (the stack cap) and
+// 16416 (past it: the row-per-accumulator form); one and two threads; and
+// compiled for Zen 3 (AVX2 without VNNI: the row-per-accumulator form;
+// short k only).
+TEST(Quant, Q8PromptsInRowGroupsMatchDequantizedReference) {
+  struct Mnk { int64_t m, n, k; };
+  const Int8Target host = int8_target("");
+  std::vector<std::string> targets = {"host"};
+  if (host.avx2) targets.push_back("znver3");
+  for (const std::string& t : targets) {
+    for (Mnk s : {Mnk{128, 16, 288}, Mnk{30, 48, 64}, Mnk{22, 32, 32}, Mnk{17, 16, 544}, Mnk{20, 16, 576},
+                  Mnk{17, 16, 16384}, Mnk{17, 16, 16416}})
+      if (t == "host" || s.k < 1024) check_product(QuantFormat::kQ8_0, s.m, s.n, s.k, 1, QuantizedActivations::kInt8Blocks, t);
+    check_product(QuantFormat::kQ8_0, 36, 128, 288, 2, QuantizedActivations::kInt8Blocks, t);
+    check_product(QuantFormat::kQ8_0, 64, 256, 544, 2, QuantizedActivations::kInt8Blocks, t);
+  }
 }
 
 // The row-group kernel's instructions: each 4 bytes of x broadcast against

@@ -258,7 +258,8 @@ bool quantized_matmul_in_registers(QuantFormat format, int64_t rows, int64_t n, 
                                          n, k, options);
   if (rows <= kQuantizedDotMaxRows) return true;
   if (options.activations != QuantizedActivations::kInt8Blocks || k % kQuantBlock != 0) return false;
-  return k >= kQuantizedPromptMinK || (format == QuantFormat::kQ4_0 && n % 8 == 0);
+  return k >= kQuantizedPromptMinK || (format == QuantFormat::kQ4_0 && n % 8 == 0) ||
+         (format == QuantFormat::kQ8_0 && n % 16 == 0);
 }
 
 Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales,

@@ -496,7 +496,8 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
 // (the dot-product threshold), vpdpbusd where the host has AVX-512 VNNI
 // with 256-bit vectors (VL) or AVX-VNNI, and `blocked` for more than
 // kInt8BlockedMinRows activation rows (a prompt: see the pass), and
-// `interleaved` for Q4_0 prompts with N a multiple of 8, `wide` for
+// `interleaved` for Q4_0 prompts with N a multiple of 8 (and Q8_0 ones
+// with N a multiple of 16 on VNNI hosts), `wide` for
 // 512-bit vpdpbusd (AVX-512 VNNI + BW, a 16-lane schedule).
 //
 // Byte weights (int8, Q8_0) take one weight row per tile: tiles of 4 rows,
@@ -579,6 +580,15 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   // tile's rewritten rows live on each thread's stack: 8 bytes per element
   // of k, so k is capped (32768: 256 KiB).
   const bool interleaved = blocked && !byte_weights && N % 8 == 0 && K <= kInt8InterleavedMaxK;
+  // Q8_0 prompts on VNNI hosts with whole groups of 16 weight rows: the
+  // Q8_0x16 tiles over each group rewritten on the stack (see the pass;
+  // 512 bytes per block, the same cap as Q4_0's 16-row tiles).
+  if (blocked && format && format.getValue() == "q8_0" && (host.vnni || host.vnni512) && N % 16 == 0 &&
+      K <= kInt8InterleavedMaxK / 2) {
+    const bool parallel = threads > 1 && N / 16 >= threads && M * N * K >= min_dot_work(M);
+    return std::vector<int64_t>{largest_divisor(M, {4, 3, 2, 1}), 16, parallel ? 1 : 0, host.vnni ? 1 : 0, 1, 1,
+                                host.vnni512 ? 1 : 0};
+  }
   // 512-bit vpdpbusd: two blocks per instruction, or 16 interleaved weight
   // rows (N a multiple of 16; twice the stack per element of k, so half
   // the cap), else the 8-row interleaved tiles stay 256-bit.
