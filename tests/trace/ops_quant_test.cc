@@ -347,11 +347,13 @@ std::string znver4_asm(QuantFormat f, int64_t rows, int lanes, uint64_t seed) {
 
 // On a VNNI CPU the interleaved Q4_0 prompt kernel sums each group with
 // vpdpbusd into i32 (no vpmaddubsw / vpmaddwd): 512-bit, 16 weight rows per
-// tile, with a 16-lane schedule; 256-bit, 8 rows, with an 8-lane one.
+// tile, with a 16-lane schedule; 256-bit, 8 rows, with an 8-lane one. Q8_0
+// prompts (tiles of 16 rows rewritten on the stack) alike.
 TEST(Quant, Q4PromptUsesVnniWhereTheTargetHasIt) {
+  for (QuantFormat f : {QuantFormat::kQ4_0, QuantFormat::kQ8_0})
   for (int lanes : {16, 8}) {
-    SCOPED_TRACE(std::to_string(lanes) + " lanes");
-    const std::string asm_text = znver4_asm(QuantFormat::kQ4_0, 64, lanes, 74);
+    SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(lanes) + " lanes");
+    const std::string asm_text = znver4_asm(f, 64, lanes, 74);
     if (asm_text.empty()) GTEST_SKIP() << "cannot compile for znver4 here";
     EXPECT_TRUE(std::regex_search(asm_text, std::regex(lanes == 16 ? "vpdpbusd[^\\n]*%zmm" : "vpdpbusd[^\\n]*%ymm")))
         << asm_text;
