@@ -26,6 +26,22 @@ struct IsaCase {
 };
 inline constexpr IsaCase kIsas[] = {{"sse", {4, 16}}, {"avx2", {8, 16}}, {"avx512", {16, 32}}};
 
+// Options that compile with one ISA's tiling on `threads` threads (0: the
+// default, every core) and dump `stages` (DiagnosticOptions::dump names)
+// into `dir`, emptied first; no stages, no dump.
+inline CompileFnOptions isa_options(const IsaCase& c, int threads = 0, std::vector<std::string> stages = {},
+                                    const std::filesystem::path& dir = {}) {
+  CompileFnOptions o;
+  o.compile.codegen.cpu.schedule_isa = c.isa;
+  o.compile.codegen.cpu.threads = threads;
+  if (!stages.empty()) {
+    std::filesystem::remove_all(dir);
+    o.compile.diagnostics.dump = std::move(stages);
+    o.compile.diagnostics.dump_dir = dir.string();
+  }
+  return o;
+}
+
 inline Platform& cpu() {
   static Platform p = Platform::cpu();
   return p;

@@ -22,12 +22,6 @@ using testing::must;
 using testing::IsaCase;
 using testing::kIsas;
 
-CompileFnOptions with_isa(const IsaCase& c) {
-  CompileFnOptions o;
-  o.compile.codegen.cpu.schedule_isa = c.isa;
-  return o;
-}
-
 // The program: emb row i holds i + j/8 in column j; ids pick rows.
 TEST(IndexSchedule, OneHotContractionOnEveryIsa) {
   for (const IsaCase& c : kIsas) {
@@ -35,7 +29,7 @@ TEST(IndexSchedule, OneHotContractionOnEveryIsa) {
       for (int64_t D : {1, 4}) {
         SCOPED_TRACE(std::string(c.name) + " V=" + std::to_string(V) + " D=" + std::to_string(D));
         Shape ts(DType::kI32, {1, 3}, {"b", "s"}), es(DType::kF32, {V, D}, {"v", "d"});
-        auto exe = must(compile_fn(cpu(), with_isa(c), [](Tensor tok, Tensor emb) {
+        auto exe = must(compile_fn(cpu(), testing::isa_options(c), [](Tensor tok, Tensor emb) {
           Tensor one_hot = convert(eq(tok, iota(emb.dim("v"), DType::kI32, "v")), DType::kF32);
           return dot(one_hot, emb, "v");
         }, ts, es));
@@ -67,7 +61,7 @@ TEST(IndexSchedule, RandomGraphsWithIota) {
     SCOPED_TRACE(std::string(c.name) + " M=" + std::to_string(M) + " K=" + std::to_string(K) +
                  " N=" + std::to_string(N));
     Shape sa(DType::kF32, {M, K}, {"m", "k"}), sb(DType::kF32, {K, N}, {"k", "n"});
-    auto exe = must(compile_fn(cpu(), with_isa(c), [](Tensor a, Tensor b) {
+    auto exe = must(compile_fn(cpu(), testing::isa_options(c), [](Tensor a, Tensor b) {
       // Positions 0..n-1 along a tagged axis, as f32. Every use below draws
       // its iota in a dtype of another width, so that CSE cannot merge them
       // (elementwise fusion only folds a producer with one user into its

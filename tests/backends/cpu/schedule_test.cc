@@ -53,12 +53,7 @@ std::pair<std::string, std::string> compile_check_dump(const IsaCase& c, int thr
                                                        const std::vector<float>& b, const std::vector<float>& want,
                                                        double rtol, double atol) {
   fs::path dir = fs::temp_directory_path() / ("radix-sched-" + std::to_string(::getpid()) + "-" + c.name);
-  fs::remove_all(dir);
-  CompileFnOptions o;
-  o.compile.codegen.cpu.schedule_isa = c.isa;
-  o.compile.codegen.cpu.threads = threads;
-  o.compile.diagnostics.dump = {"schedule-script", stage};
-  o.compile.diagnostics.dump_dir = dir.string();
+  CompileFnOptions o = testing::isa_options(c, threads, {"schedule-script", stage}, dir);
   auto exe = must(compile_fn(cpu(), o, fn, sa, sb));
   EXPECT_FALSE(exe.executable().stats().schedule_fell_back);
   Buffer out = must(exe.call(must(cpu().buffer(sa, a)), must(cpu().buffer(sb, b))));
@@ -206,10 +201,9 @@ TEST(Schedule, PackedMatmulWithKNotAMultipleOfEight) {
     const Shape xs(DType::kF32, {M, K}), ws(DType::kF32, {N, K});
     std::vector<float> x = testing::random_vec<float>(size_t(M * K), -1, 1, 17);
     std::vector<float> w = testing::random_vec<float>(size_t(N * K), -1, 1, 18);
-    CompileFnOptions o;
-    o.compile.codegen.cpu.schedule_isa = c.isa;
     auto exe = must(compile_fn(
-        cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
+        cpu(), testing::isa_options(c), [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); },
+        xs, ws));
     EXPECT_FALSE(exe.executable().stats().schedule_fell_back) << c.name;
     std::vector<float> got = must(must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, w)))).to_host<float>());
     for (int64_t i = 0; i < M; ++i)
@@ -255,11 +249,7 @@ TEST(Schedule, BatchedContractionOnEveryIsa) {
       }
   for (const IsaCase& c : kIsas) {
     fs::path dir = fs::temp_directory_path() / ("radix-bmm-" + std::to_string(::getpid()) + "-" + c.name);
-    fs::remove_all(dir);
-    CompileFnOptions o;
-    o.compile.codegen.cpu.schedule_isa = c.isa;
-    o.compile.diagnostics.dump = {"traced", "schedule"};
-    o.compile.diagnostics.dump_dir = dir.string();
+    CompileFnOptions o = testing::isa_options(c, 0, {"traced", "schedule"}, dir);
     auto exe = must(compile_fn(cpu(), o, [](Tensor a, Tensor b) { return dot(a, b, "d"); }, qs, ks));
     EXPECT_EQ(exe.executable().signature().outputs[0].to_string(), "f32[b=3,s=32,t=48]");
     Buffer out = must(exe.call(must(cpu().buffer(qs, q)), must(cpu().buffer(ks, k))));
@@ -293,12 +283,7 @@ TEST(Schedule, WeightsStoredOutInOnEveryIsa) {
     for (const IsaCase& c : kIsas)
       for (int threads : {1, 2}) {
         fs::path dir = fs::temp_directory_path() / ("radix-wt-" + std::to_string(::getpid()) + "-" + c.name);
-        fs::remove_all(dir);
-        CompileFnOptions o;
-        o.compile.codegen.cpu.schedule_isa = c.isa;
-        o.compile.codegen.cpu.threads = threads;
-        o.compile.diagnostics.dump = {"traced", "schedule-script", "schedule"};
-        o.compile.diagnostics.dump_dir = dir.string();
+        CompileFnOptions o = testing::isa_options(c, threads, {"traced", "schedule-script", "schedule"}, dir);
         auto exe = must(compile_fn(
             cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
         Buffer out = must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, w))));
@@ -362,12 +347,7 @@ TEST(Schedule, MatmulConsumersFuseIntoRegisterTiles) {
     for (const IsaCase& c : kIsas)
       for (int threads : {1, 2}) {
         fs::path dir = fs::temp_directory_path() / ("radix-cf-" + std::to_string(::getpid()) + "-" + c.name);
-        fs::remove_all(dir);
-        CompileFnOptions o;
-        o.compile.codegen.cpu.schedule_isa = c.isa;
-        o.compile.codegen.cpu.threads = threads;
-        o.compile.diagnostics.dump = {"schedule-script"};
-        o.compile.diagnostics.dump_dir = dir.string();
+        CompileFnOptions o = testing::isa_options(c, threads, {"schedule-script"}, dir);
         const bool out_in = s.out_in;
         auto exe = must(compile_fn(
             cpu(), o,
@@ -499,12 +479,7 @@ TEST(Schedule, RowFusionOnEveryIsa) {
             for (int64_t i = 0; i < r; ++i) nm.ref(xd.data() + i * c, yd.data() + i * c, c);
             for (size_t i = 0; i < x.size(); ++i) want[i] = static_cast<float>(yd[i]);
             fs::path dir = fs::temp_directory_path() / ("radix-rows-" + std::to_string(::getpid()));
-            fs::remove_all(dir);
-            CompileFnOptions o;
-            o.compile.codegen.cpu.schedule_isa = isa.isa;
-            o.compile.codegen.cpu.threads = threads;
-            o.compile.diagnostics.dump = {"schedule-script"};
-            o.compile.diagnostics.dump_dir = dir.string();
+            CompileFnOptions o = testing::isa_options(isa, threads, {"schedule-script"}, dir);
             auto exe = must(compile_fn(cpu(), o, nm.fn, s));
             const std::string what = std::string(nm.name) + " " + std::to_string(r) + "x" + std::to_string(c) + " " +
                                      isa.name + " t" + std::to_string(threads);
@@ -530,11 +505,7 @@ TEST(Schedule, ReductionsVectorizeOnEveryIsa) {
   for (size_t i = 0; i < xf.size(); ++i) xi[i] = static_cast<int32_t>(xf[i] * 1000);
   for (const IsaCase& c : kIsas) {
     fs::path dir = fs::temp_directory_path() / ("radix-red-" + std::to_string(::getpid()) + "-" + c.name);
-    fs::remove_all(dir);
-    CompileFnOptions o;
-    o.compile.codegen.cpu.schedule_isa = c.isa;
-    o.compile.diagnostics.dump = {"schedule-script"};
-    o.compile.diagnostics.dump_dir = dir.string();
+    CompileFnOptions o = testing::isa_options(c, 0, {"schedule-script"}, dir);
     auto exe = must(compile_fn(cpu(), o, [](Tensor f, Tensor i) {
       return std::make_tuple(reduce_sum(f, {1}), reduce_max(f, {1}), reduce_sum(f, {0}), reduce_min(i, {1}),
                              reduce_sum(i, {0}));
@@ -591,11 +562,7 @@ TEST(Schedule, MultiAxisReductionsAreVectorized) {
   for (const IsaCase& c : kIsas) {
     SCOPED_TRACE(c.name);
     fs::path dir = fs::temp_directory_path() / ("radix-multired-" + std::to_string(::getpid()) + "-" + c.name);
-    fs::remove_all(dir);
-    CompileFnOptions o;
-    o.compile.codegen.cpu.schedule_isa = c.isa;
-    o.compile.diagnostics.dump = {"schedule-script"};
-    o.compile.diagnostics.dump_dir = dir.string();
+    CompileFnOptions o = testing::isa_options(c, 0, {"schedule-script"}, dir);
     auto exe = must(compile_fn(cpu(), o, [](Tensor t) {
       return std::make_tuple(reduce_sum(t, {0, 2}), reduce_max(t), reduce_sum(t, {1, 2}));
     }, s));
@@ -824,12 +791,8 @@ TEST(Schedule, ShortWeightRowsTakeOneRowPerTile) {
       if (c.d == DType::kBF16)
         for (size_t i = 0; i < wf.size(); ++i) wf[i] = bf16_to_float(wb[i] = float_to_bf16(wf[i]));
       fs::path dir = fs::temp_directory_path() / ("radix-shortrows-" + std::to_string(::getpid()));
-      fs::remove_all(dir);
-      CompileFnOptions o;
+      CompileFnOptions o = testing::isa_options(isa, 0, {"bufferize"}, dir);
       o.compile.codegen.cpu.bf16_kernels = false;  // the f32 schedules' bf16 handling (the AVX-512 BF16 kernels: bf16_kernels_test)
-      o.compile.codegen.cpu.schedule_isa = isa.isa;
-      o.compile.diagnostics.dump = {"bufferize"};
-      o.compile.diagnostics.dump_dir = dir.string();
       const Shape xs(DType::kF32, {1, c.K}), ws(c.d, {c.N, c.K});
       auto exe = must(compile_fn(
           cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));

@@ -35,13 +35,8 @@ template <class Fn>
 Compiled run(Fn fn, int64_t stream_bytes, const IsaCase& isa, int threads, const Shape& sa, const Shape& sb,
              const std::vector<float>& a, const std::vector<float>& b, const std::string& stage = "asm") {
   const fs::path dir = fs::temp_directory_path() / ("radix-stream-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  CompileFnOptions o;
+  CompileFnOptions o = testing::isa_options(isa, threads, {stage}, dir);
   o.compile.codegen.cpu.streaming_store_bytes = stream_bytes;
-  o.compile.codegen.cpu.schedule_isa = isa.isa;
-  o.compile.codegen.cpu.threads = threads;
-  o.compile.diagnostics.dump = {stage};
-  o.compile.diagnostics.dump_dir = dir.string();
   auto exe = must(compile_fn(cpu(), o, fn, sa, sb));
   EXPECT_FALSE(exe.executable().stats().schedule_fell_back);
   Buffer out = must(exe.call(must(cpu().buffer(sa, a)), must(cpu().buffer(sb, b))));

@@ -27,13 +27,7 @@ const DotDims kTimesWeights{{}, {}, {1}, {1}};  // x[m, k] · W[n, k]ᵀ
 // Options for one ISA's tiling and thread count, the schedule script dumped
 // into `dir`.
 CompileFnOptions options(const IsaCase& c, int threads, const fs::path& dir) {
-  fs::remove_all(dir);
-  CompileFnOptions o;
-  o.compile.codegen.cpu.schedule_isa = c.isa;
-  o.compile.codegen.cpu.threads = threads;
-  o.compile.diagnostics.dump = {"schedule-script"};
-  o.compile.diagnostics.dump_dir = dir.string();
-  return o;
+  return testing::isa_options(c, threads, {"schedule-script"}, dir);
 }
 
 // The schedule summary: the script's first line.
