@@ -181,9 +181,8 @@ TEST(Quant, LongPromptOnOneThreadKeepsTheStackFlat) {
 // A Q4_0 prompt's product on an AVX2 host runs with the weight rows in the
 // accumulators' lanes: each 4 bytes of x broadcast (vpbroadcastd) and
 // multiplied with 8 weight rows, no horizontal sums (vhaddps: the
-// row-per-accumulator form's store_sums); Q8_0 too on VNNI hosts (16-row
-// tiles rewritten on the stack), else it keeps that form. Neither
-// zero-fills its output first.
+// row-per-accumulator form's store_sums); Q8_0 too (16-row tiles rewritten
+// on the stack). Neither zero-fills its output first.
 TEST(Quant, Q4PromptPutsWeightRowsInLanes) {
   const Int8Target host = int8_target("");
   if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the int8 kernels are not used here";
@@ -205,12 +204,8 @@ TEST(Quant, Q4PromptPutsWeightRowsInLanes) {
         << ir;
     EXPECT_TRUE(std::regex_search(ir, std::regex(outs[1].str() + R"( = tensor\.empty\(\) : tensor<64x64xf32>)"))) << ir;
     EXPECT_NE(asm_text.find(host.vnni ? "vpdpbusd" : "vpmaddubsw"), std::string::npos) << asm_text;
-    if (f == QuantFormat::kQ4_0 || host.vnni) {
-      EXPECT_NE(asm_text.find("vpbroadcastd"), std::string::npos) << asm_text;
-      EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
-    } else {
-      EXPECT_NE(asm_text.find("vhaddps"), std::string::npos) << asm_text;
-    }
+    EXPECT_NE(asm_text.find("vpbroadcastd"), std::string::npos) << asm_text;
+    EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
   }
 }
 
@@ -330,13 +325,13 @@ TEST(Quant, DecodeStepRunsIntegerDotProducts) {
 }
 
 // The assembly of x[rows, 256] · W[64, 256]ᵀ in format f compiled for Zen 4
-// (not run: any host) with a schedule of `lanes` f32 lanes; empty when LLVM
-// here cannot target Zen 4.
-std::string znver4_asm(QuantFormat f, int64_t rows, int lanes, uint64_t seed) {
-  DumpDir dir(std::string("znver4-") + name(f) + "-" + std::to_string(rows) + "-" + std::to_string(lanes));
+// (or `target`; not run: any host) with a schedule of `lanes` f32 lanes;
+// empty when LLVM here cannot target that CPU.
+std::string znver4_asm(QuantFormat f, int64_t rows, int lanes, uint64_t seed, const std::string& target = "znver4") {
+  DumpDir dir(target + "-" + name(f) + "-" + std::to_string(rows) + "-" + std::to_string(lanes));
   io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, seed), 64, 256);
   CompileFnOptions o;
-  o.compile.codegen.target_cpu = "znver4";
+  o.compile.codegen.target_cpu = target;
   o.compile.codegen.cpu.schedule_isa = VectorIsa{lanes, lanes == 16 ? 32 : 16};
   o.compile.diagnostics.dump = {"asm"};
   o.compile.diagnostics.dump_dir = dir.path().string();
@@ -479,12 +474,16 @@ TEST(Quant, Q4RowsMatchDequantizedReference) {
 }
 
 // Q8_0x16: the same shapes through the VNNI kernels (W's signed bytes read
-// as w + 128); without VNNI the product is plain loops, still checked.
+// as w + 128), and compiled for Zen 3 (AVX2: |w| times x with w's sign).
 TEST(Quant, Q8RowsMatchDequantizedReference) {
   struct Mnk { int64_t m, n, k; };
-  for (Mnk s : {Mnk{1, 16, 32}, Mnk{1, 32, 288}, Mnk{1, 48, 64}, Mnk{1, 64, 1024}, Mnk{1, 80, 96}, Mnk{3, 32, 64},
-                Mnk{128, 16, 288}, Mnk{30, 48, 96}, Mnk{34, 32, 64}})
-    check_product(QuantFormat::kQ8_0x16, s.m, s.n, s.k, 1);
+  const Int8Target host = int8_target("");
+  std::vector<std::string> targets = {"host"};
+  if (host.avx2) targets.push_back("znver3");
+  for (const std::string& t : targets)
+    for (Mnk s : {Mnk{1, 16, 32}, Mnk{1, 32, 288}, Mnk{1, 48, 64}, Mnk{1, 64, 1024}, Mnk{1, 80, 96}, Mnk{3, 32, 64},
+                  Mnk{128, 16, 288}, Mnk{30, 48, 96}, Mnk{34, 32, 64}})
+      check_product(QuantFormat::kQ8_0x16, s.m, s.n, s.k, 1, QuantizedActivations::kInt8Blocks, t);
   check_product(QuantFormat::kQ8_0x16, 1, 512, 512, 2);
   check_product(QuantFormat::kQ8_0x16, 64, 256, 512, 2);
   check_product(QuantFormat::kQ8_0x16, 20, 48, 96, 1, QuantizedActivations::kF32);
@@ -497,8 +496,9 @@ TEST(Quant, Q8RowsMatchDequantizedReference) {
 // kernel. 4-, 3-, 2- and 1-row tiles of x (m = 128, 30, 22, 17); 1, 2, 9,
 // 17 and 18 blocks; 1, 2 and 3 row groups; k = 16384 (the stack cap) and
 // 16416 (past it: the row-per-accumulator form); one and two threads; and
-// compiled for Zen 3 (AVX2 without VNNI: the row-per-accumulator form;
-// short k only).
+// compiled for Zen 3 (AVX2 without VNNI: W's signs moved onto x, vpsignb,
+// and |w| times x by vpmaddubsw; short k only), whose code has no
+// horizontal sums either.
 TEST(Quant, Q8PromptsInRowGroupsMatchDequantizedReference) {
   struct Mnk { int64_t m, n, k; };
   const Int8Target host = int8_target("");
@@ -511,6 +511,12 @@ TEST(Quant, Q8PromptsInRowGroupsMatchDequantizedReference) {
     check_product(QuantFormat::kQ8_0, 36, 128, 288, 2, QuantizedActivations::kInt8Blocks, t);
     check_product(QuantFormat::kQ8_0, 64, 256, 544, 2, QuantizedActivations::kInt8Blocks, t);
   }
+  const std::string asm_text = znver4_asm(QuantFormat::kQ8_0, 64, 8, 78, "znver3");
+  if (asm_text.empty()) GTEST_SKIP() << "cannot compile for znver3 here";
+  for (const char* op : {"vpsignb", "vpmaddubsw", "vpmaddwd", "vpbroadcastd"})
+    EXPECT_NE(asm_text.find(op), std::string::npos) << op << "\n" << asm_text;
+  EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
+  EXPECT_EQ(asm_text.find("vpdpbusd"), std::string::npos) << asm_text;
 }
 
 // The row-group kernel's instructions: each 4 bytes of x broadcast against
@@ -521,7 +527,6 @@ TEST(Quant, Q4RowsPutWeightRowsInLanes) {
   if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the int8 kernels are not used here";
   for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16})
   for (int64_t rows : {1, 64}) {
-    if (f == QuantFormat::kQ8_0x16 && !host.vnni) continue;  // no kernel without VNNI
     SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(rows) + " rows of x");
     DumpDir dir(std::string(name(f)) + "-" + std::to_string(rows));
     io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, 76), 64, 256);

@@ -70,13 +70,11 @@ struct QuantizedMatmulOptions {
 // instructions than f32 multiply-adds, but each tile also pays for its
 // scales and sums, which a short k (stories15M's 288) does not repay for
 // byte weights in the row-per-accumulator form; Q4_0 prompts with whole
-// tiles of 8 weight rows (and Q8_0 ones with tiles of 16 on VNNI hosts) run
-// a kernel whose accumulators' lanes are weight rows (the CPU backend's
-// int8 kernels, for k up to 32768 / 16384), which does repay it. A Q8_0
-// prompt with such n takes integer activations on every host (the same
-// numbers everywhere); on AVX2 hosts without VNNI its short-k products
-// keep the row-per-accumulator kernel (0.96x of dequantizing, measured on
-// Zen 3 at k = 288).
+// tiles of 8 weight rows (and Q8_0 ones with tiles of 16) run a kernel
+// whose accumulators' lanes are weight rows (the CPU backend's int8
+// kernels, for k up to 32768 / 16384), which does repay it (Q8_0 at k =
+// 288: 2.8x dequantizing with 512-bit VNNI on Zen 5, 0.90-1.04x with Zen 3's
+// AVX2 code run there).
 // The x16 formats read W in registers at any row count with integer activations;
 // with f32 activations its rows are put back in order per call (a copy of
 // W) and it runs as Q4_0 / Q8_0.

@@ -497,7 +497,7 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
 // with 256-bit vectors (VL) or AVX-VNNI, and `blocked` for more than
 // kInt8BlockedMinRows activation rows (a prompt: see the pass), and
 // `interleaved` for Q4_0 prompts with N a multiple of 8 (and Q8_0 ones
-// with N a multiple of 16 on VNNI hosts), `wide` for
+// with N a multiple of 16), `wide` for
 // 512-bit vpdpbusd (AVX-512 VNNI + BW, a 16-lane schedule).
 //
 // Byte weights (int8, Q8_0) take one weight row per tile: tiles of 4 rows,
@@ -531,12 +531,10 @@ constexpr int64_t kInt8InterleavedMaxK = 32768;
 // row tile; 2 groups x 4 rows, 4 x 2 and 4 x 4 measured 0.90-1.0x).
 // Same plan fields as int8_kernel_plan, tn = 16, interleaved set.
 //
-// Q8_0x16 (its bytes signed: vpdpbusd reads them offset by 128, see the
-// pass) only with VNNI: AVX2's vpmaddubsw saturates such products' pair sums.
-std::optional<std::vector<int64_t>> rows_kernel_plan(llvm::ArrayRef<int64_t> r, int threads, const Int8Target& host,
-                                                     bool q8) {
+// Q8_0x16's bytes are signed: vpdpbusd reads them offset by 128, AVX2's
+// vpmaddubsw as |w| times x with w's sign (see the pass).
+std::optional<std::vector<int64_t>> rows_kernel_plan(llvm::ArrayRef<int64_t> r, int threads, const Int8Target& host) {
   if (r.size() != 5 && r.size() != 6) return std::nullopt;
-  if (q8 && !host.vnni && !host.vnni512) return std::nullopt;
   const bool has_m = r.size() == 6;
   const int64_t M = has_m ? r[0] : 1, NR = r[has_m ? 1 : 0], K = r[has_m ? 3 : 2] * 32, N = NR * 16;
   const bool blocked = M > kInt8BlockedMinRows;
@@ -551,7 +549,7 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   if (!host.avx2 || !op->hasAttr(kInt8DotAttr) || !all_static(op)) return std::nullopt;
   llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
   if (auto f = op->getAttrOfType<mlir::StringAttr>(kInt8DotAttr); f && (f.getValue() == "q4_0x16" || f.getValue() == "q8_0x16"))
-    return rows_kernel_plan(r, threads, host, f.getValue() == "q8_0x16");
+    return rows_kernel_plan(r, threads, host);
   if (r.size() != 3 && r.size() != 4) return std::nullopt;
   const bool has_m = r.size() == 4;
   const int64_t M = has_m ? r[0] : 1, N = r[has_m ? 1 : 0], K = r[has_m ? 2 : 1] * 32;
@@ -580,10 +578,10 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   // tile's rewritten rows live on each thread's stack: 8 bytes per element
   // of k, so k is capped (32768: 256 KiB).
   const bool interleaved = blocked && !byte_weights && N % 8 == 0 && K <= kInt8InterleavedMaxK;
-  // Q8_0 prompts on VNNI hosts with whole groups of 16 weight rows: the
-  // Q8_0x16 tiles over each group rewritten on the stack (see the pass;
-  // 512 bytes per block, the same cap as Q4_0's 16-row tiles).
-  if (blocked && format && format.getValue() == "q8_0" && (host.vnni || host.vnni512) && N % 16 == 0 &&
+  // Q8_0 prompts with whole groups of 16 weight rows: the Q8_0x16 tiles
+  // over each group rewritten on the stack (see the pass; 512 bytes per
+  // block, the same cap as Q4_0's 16-row tiles).
+  if (blocked && format && format.getValue() == "q8_0" && N % 16 == 0 &&
       K <= kInt8InterleavedMaxK / 2) {
     const bool parallel = threads > 1 && N / 16 >= threads && M * N * K >= min_dot_work(M);
     return std::vector<int64_t>{largest_divisor(M, {4, 3, 2, 1}), 16, parallel ? 1 : 0, host.vnni ? 1 : 0, 1, 1,
