@@ -42,6 +42,8 @@ Status quantize_matrices(const Platform& platform, QuantFormat f, Llama<Buffer>&
 // tiles of the plain layout (Zen 5, one core: stories110M Q8_0 decode
 // 95-118 tok/s held as Q8_0x16, 133-162 as Q8_0; stories15M, whose weights
 // fit in the LLC, alike), while Q4_0x16 decodes stories110M 1.44x faster.
+// Q8_0 prompts still run the x16 kernel: the CPU backend rewrites each group
+// of 16 rows in that layout on the stack per call (int8_dot_kernels_pass.cc).
 std::optional<QuantFormat> rows_format(const Platform& platform, const LlamaConfig& c) {
   if (c.weight_quant != QuantFormat::kQ4_0 || platform.name() != "cpu" ||
       c.quantized_activations != QuantizedActivations::kInt8Blocks)
