@@ -957,7 +957,8 @@ class RowsKernelBuilder {
   // The kernel over NR groups of 16 weight rows (see build).
   bool emit(int64_t NR) {
     lanes_ = plan_.wide ? 16 : 8;
-    fill_corrections();
+    // AVX2's Q8_0 products move W's signs onto x instead: no corrections.
+    if (!q8_ || plan_.vnni || plan_.wide) fill_corrections();
     const int64_t tiles = NR;  // one row group each
     const bool parallel = plan_.parallel && tiles > 1;
     // Prompts: each tile's nibbles unpacked once into a stack buffer that all
@@ -990,7 +991,7 @@ class RowsKernelBuilder {
       }
     };
     emit_tile_loop(b_, loc_, tiles, parallel, body);
-    mlir::memref::DeallocOp::create(b_, loc_, corr_);
+    if (corr_) mlir::memref::DeallocOp::create(b_, loc_, corr_);
     op_.erase();
     // The gathered tiles' 16 x 16 transposes as shuffles (two-source
     // unpacks and lane permutes; the default lowering moves element by element).
@@ -1170,7 +1171,7 @@ class RowsKernelBuilder {
       const int64_t steps = q8_ ? 8 : 4;
       // Row i's correction, broadcast: the start of its first chain.
       std::vector<Value> corr(static_cast<size_t>(tm));
-      for (int64_t i = 0; i < tm; ++i)
+      for (int64_t i = 0; corr_ && i < tm; ++i)
         corr[size_t(i)] = mlir::vector::BroadcastOp::create(
             b_, loc_, vLi32, mlir::memref::LoadOp::create(b_, loc_, corr_, llvm::SmallVector<Value>{m[size_t(i)], kb}));
       for (int64_t grp = 0; grp < steps; ++grp) {

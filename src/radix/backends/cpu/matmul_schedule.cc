@@ -577,23 +577,18 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   // measured 0.95x and 0.86x of 4 on stories110M Q4_0 prefill, Zen 3). The
   // tile's rewritten rows live on each thread's stack: 8 bytes per element
   // of k, so k is capped (32768: 256 KiB).
-  const bool interleaved = blocked && !byte_weights && N % 8 == 0 && K <= kInt8InterleavedMaxK;
-  // Q8_0 prompts with whole groups of 16 weight rows: the Q8_0x16 tiles
-  // over each group rewritten on the stack (see the pass; 512 bytes per
-  // block, the same cap as Q4_0's 16-row tiles).
-  if (blocked && format && format.getValue() == "q8_0" && N % 16 == 0 &&
-      K <= kInt8InterleavedMaxK / 2) {
-    const bool parallel = threads > 1 && N / 16 >= threads && M * N * K >= min_dot_work(M);
-    return std::vector<int64_t>{largest_divisor(M, {4, 3, 2, 1}), 16, parallel ? 1 : 0, host.vnni ? 1 : 0, 1, 1,
-                                host.vnni512 ? 1 : 0};
-  }
+  // Q8_0 prompts with whole groups of 16 weight rows likewise: the Q8_0x16
+  // tiles over each group rewritten on the stack (see the pass; 512 bytes
+  // per block, the cap of Q4_0's 16-row tiles), 16 rows on every ISA.
+  const bool q8_groups = blocked && format && format.getValue() == "q8_0" && N % 16 == 0 && K <= kInt8InterleavedMaxK / 2;
+  const bool interleaved = q8_groups || (blocked && !byte_weights && N % 8 == 0 && K <= kInt8InterleavedMaxK);
   // 512-bit vpdpbusd: two blocks per instruction, or 16 interleaved weight
   // rows (N a multiple of 16; twice the stack per element of k, so half
   // the cap), else the 8-row interleaved tiles stay 256-bit.
   const bool wide = host.vnni512 && (!interleaved || (N % 16 == 0 && K <= kInt8InterleavedMaxK / 2));
   if (interleaved) {
     tm = largest_divisor(M, {4, 3, 2, 1});
-    tn = wide ? 16 : 8;
+    tn = wide || q8_groups ? 16 : 8;
   }
   const bool parallel = threads > 1 && N / tn >= threads && M * N * K >= min_dot_work(M);
   return std::vector<int64_t>{tm,         tn, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0, interleaved ? 1 : 0,
