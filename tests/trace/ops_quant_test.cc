@@ -327,7 +327,7 @@ TEST(Quant, DecodeStepRunsIntegerDotProducts) {
 // The assembly of x[rows, 256] · W[64, 256]ᵀ in format f compiled for Zen 4
 // (or `target`; not run: any host) with a schedule of `lanes` f32 lanes;
 // empty when LLVM here cannot target that CPU.
-std::string znver4_asm(QuantFormat f, int64_t rows, int lanes, uint64_t seed, const std::string& target = "znver4") {
+std::string compiled_asm(QuantFormat f, int64_t rows, int lanes, uint64_t seed, const std::string& target = "znver4") {
   DumpDir dir(target + "-" + name(f) + "-" + std::to_string(rows) + "-" + std::to_string(lanes));
   io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, seed), 64, 256);
   CompileFnOptions o;
@@ -348,7 +348,7 @@ TEST(Quant, Q4PromptUsesVnniWhereTheTargetHasIt) {
   for (QuantFormat f : {QuantFormat::kQ4_0, QuantFormat::kQ8_0})
   for (int lanes : {16, 8}) {
     SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(lanes) + " lanes");
-    const std::string asm_text = znver4_asm(f, 64, lanes, 74);
+    const std::string asm_text = compiled_asm(f, 64, lanes, 74);
     if (asm_text.empty()) GTEST_SKIP() << "cannot compile for znver4 here";
     EXPECT_TRUE(std::regex_search(asm_text, std::regex(lanes == 16 ? "vpdpbusd[^\\n]*%zmm" : "vpdpbusd[^\\n]*%ymm")))
         << asm_text;
@@ -363,7 +363,7 @@ TEST(Quant, DecodeStepUses512BitVnniWhereTheTargetHasIt) {
   for (QuantFormat f : kFormats)
     for (int lanes : {16, 8}) {
       SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(lanes) + " lanes");
-      const std::string asm_text = znver4_asm(f, 1, lanes, 75);
+      const std::string asm_text = compiled_asm(f, 1, lanes, 75);
       if (asm_text.empty()) GTEST_SKIP() << "cannot compile for znver4 here";
       EXPECT_EQ(std::regex_search(asm_text, std::regex("vpdpbusd[^\\n]*%zmm")), lanes == 16) << asm_text;
       EXPECT_TRUE(std::regex_search(asm_text, std::regex("vpdpbusd[^\\n]*%ymm")) || lanes == 16) << asm_text;
@@ -447,6 +447,13 @@ TEST(Quant, SplitGgufBlocksMatchTheLoadersDecoders) {
   EXPECT_NE(odd.status().message().find("multiple of 32"), std::string::npos);
 }
 
+// The targets the integer kernels are checked on: the host, and Zen 3
+// (AVX2 without VNNI) where the host runs AVX2 code.
+std::vector<std::string> host_and_zen3() {
+  if (!int8_target("").avx2) return {"host"};
+  return {"host", "znver3"};
+}
+
 // Q4_0x16 (16 weight rows interleaved): the row-group kernels against the
 // reference on the same quantized numbers. Decode (one row of x, and 3):
 // 1, 2, 3, 4, 5 and 18 row groups (one group per tile), 1, 9 and 32
@@ -457,15 +464,12 @@ TEST(Quant, SplitGgufBlocksMatchTheLoadersDecoders) {
 // Zen 3 (AVX2 without VNNI: vpmaddubsw's i16 sums), which any AVX2 host runs.
 TEST(Quant, Q4RowsMatchDequantizedReference) {
   struct Mnk { int64_t m, n, k; };
-  const Int8Target host = int8_target("");
-  std::vector<std::string> targets = {"host"};
-  if (host.avx2) targets.push_back("znver3");
-  for (const std::string& t : targets)
+  for (const std::string& t : host_and_zen3())
     for (Mnk s : {Mnk{1, 16, 32}, Mnk{1, 32, 288}, Mnk{1, 48, 64}, Mnk{1, 64, 1024}, Mnk{1, 80, 96}, Mnk{1, 288, 288},
                   Mnk{3, 32, 64}, Mnk{128, 16, 288}, Mnk{30, 48, 96}, Mnk{34, 32, 64}, Mnk{17, 16, 32},
                   Mnk{17, 32, 16416}})
       check_product(QuantFormat::kQ4_0x16, s.m, s.n, s.k, 1, QuantizedActivations::kInt8Blocks, t);
-  for (const std::string& t : targets) {
+  for (const std::string& t : host_and_zen3()) {
     check_product(QuantFormat::kQ4_0x16, 1, 512, 512, 2, QuantizedActivations::kInt8Blocks, t);
     check_product(QuantFormat::kQ4_0x16, 64, 256, 512, 2, QuantizedActivations::kInt8Blocks, t);
   }
@@ -477,10 +481,7 @@ TEST(Quant, Q4RowsMatchDequantizedReference) {
 // as w + 128), and compiled for Zen 3 (AVX2: |w| times x with w's sign).
 TEST(Quant, Q8RowsMatchDequantizedReference) {
   struct Mnk { int64_t m, n, k; };
-  const Int8Target host = int8_target("");
-  std::vector<std::string> targets = {"host"};
-  if (host.avx2) targets.push_back("znver3");
-  for (const std::string& t : targets)
+  for (const std::string& t : host_and_zen3())
     for (Mnk s : {Mnk{1, 16, 32}, Mnk{1, 32, 288}, Mnk{1, 48, 64}, Mnk{1, 64, 1024}, Mnk{1, 80, 96}, Mnk{3, 32, 64},
                   Mnk{128, 16, 288}, Mnk{30, 48, 96}, Mnk{34, 32, 64}})
       check_product(QuantFormat::kQ8_0x16, s.m, s.n, s.k, 1, QuantizedActivations::kInt8Blocks, t);
@@ -490,7 +491,7 @@ TEST(Quant, Q8RowsMatchDequantizedReference) {
 }
 
 // Q8_0 prompts in plain rows with n a multiple of 16 take integer
-// activations at any k; on VNNI hosts each tile of 16 weight rows is
+// activations at any k; on AVX2 hosts each tile of 16 weight rows is
 // rewritten in the Q8_0x16 layout on the stack (two blocks per 16 x 16
 // dword transpose, an odd last block alone) and run by the row-group
 // kernel. 4-, 3-, 2- and 1-row tiles of x (m = 128, 30, 22, 17); 1, 2, 9,
@@ -501,17 +502,14 @@ TEST(Quant, Q8RowsMatchDequantizedReference) {
 // horizontal sums either.
 TEST(Quant, Q8PromptsInRowGroupsMatchDequantizedReference) {
   struct Mnk { int64_t m, n, k; };
-  const Int8Target host = int8_target("");
-  std::vector<std::string> targets = {"host"};
-  if (host.avx2) targets.push_back("znver3");
-  for (const std::string& t : targets) {
+  for (const std::string& t : host_and_zen3()) {
     for (Mnk s : {Mnk{128, 16, 288}, Mnk{30, 48, 64}, Mnk{22, 32, 32}, Mnk{17, 16, 544}, Mnk{20, 16, 576},
                   Mnk{17, 16, 16384}, Mnk{17, 16, 16416}})
       if (t == "host" || s.k < 1024) check_product(QuantFormat::kQ8_0, s.m, s.n, s.k, 1, QuantizedActivations::kInt8Blocks, t);
     check_product(QuantFormat::kQ8_0, 36, 128, 288, 2, QuantizedActivations::kInt8Blocks, t);
     check_product(QuantFormat::kQ8_0, 64, 256, 544, 2, QuantizedActivations::kInt8Blocks, t);
   }
-  const std::string asm_text = znver4_asm(QuantFormat::kQ8_0, 64, 8, 78, "znver3");
+  const std::string asm_text = compiled_asm(QuantFormat::kQ8_0, 64, 8, 78, "znver3");
   if (asm_text.empty()) GTEST_SKIP() << "cannot compile for znver3 here";
   for (const char* op : {"vpsignb", "vpmaddubsw", "vpmaddwd", "vpbroadcastd"})
     EXPECT_NE(asm_text.find(op), std::string::npos) << op << "\n" << asm_text;
