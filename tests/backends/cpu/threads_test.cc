@@ -138,6 +138,28 @@ TEST(Threads, SmallDecodeMatVecsSplitButSmallPromptProductsDoNot) {
   EXPECT_EQ(rows.script.find("tile_using_forall"), std::string::npos) << rows.script;
 }
 
+// Decode attention's probabilities times V: 12 heads of [1,64]·V[64,64]
+// (stories110M, one 64-position chunk of the cache) stream V as a mat-vec
+// streams its weights, so the batch splits over threads at a mat-vec's work
+// (49K multiply-adds); 3 heads of 16 query rows (196K, reusing each V row
+// from cache) stay on one core below a matmul's 256K.
+TEST(Threads, DecodeAttentionTimesVSplitsOverHeads) {
+  const int64_t H = 12, T = 64, D = 64;
+  auto pv = [](Tensor p, Tensor v) { return dot_general(p, v, DotDims{{0}, {0}, {2}, {1}}); };
+  auto got = expect_thread_independent("p[12,1,64] . v[12,64,64]", pv,
+                                       {Shape(DType::kF32, {H, 1, T}), Shape(DType::kF32, {H, T, D})});
+  const std::vector<float> p = testing::random_vec<float>(H * T, -1, 1, 100), v = testing::random_vec<float>(H * T * D, -1, 1, 101);
+  std::vector<double> want;
+  for (int64_t h = 0; h < H; ++h) {
+    std::vector<float> ph(p.begin() + h * T, p.begin() + (h + 1) * T), vh(v.begin() + h * T * D, v.begin() + (h + 1) * T * D);
+    std::vector<double> c = naive_dot(ph, vh, 1, D, T, false);
+    want.insert(want.end(), c.begin(), c.end());
+  }
+  expect_near(got, want, 1e-4, "p . v");
+  Compiled rows = run_on(2, pv, {Shape(DType::kF32, {3, 16, T}), Shape(DType::kF32, {3, T, D})});
+  EXPECT_EQ(rows.script.find("tile_using_forall"), std::string::npos) << rows.script;
+}
+
 TEST(Threads, ElementwiseAndRowReductionsAreThreadCountIndependent) {
   Shape s(DType::kF32, {192, 1024}, {"r", "c"});
   expect_thread_independent("elementwise", [](Tensor a) { return relu(a * a + 1.0) * 0.5 - a; }, {s});

@@ -799,7 +799,9 @@ bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const
     }
     const auto [tm, tn] = *tile;
     match();
-    const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, {1, tm, tn, 1});
+    // A few rows per batch (decode attention's probabilities times V) stream
+    // B like a mat-vec streams its weights: split from the dot-product work.
+    const std::vector<int64_t> par = parallel_tiles(op, threads, min_dot_work(ranges[1]), {1, tm, tn, 1});
     if (!par.empty()) ++sum.parallel;
     emit_tile(body, forall_if(body, id, par), id + "r", {1, tm, tn, 0});
     emit_tile(body, id + "r", id + "s", {0, 0, 0, 1});
