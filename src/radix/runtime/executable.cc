@@ -21,25 +21,30 @@ Status Executable::check_inputs(std::span<const Buffer* const> inputs, size_t fi
     const size_t k = first + i;
     const Buffer* b = inputs[i];
     const Shape& want = sig_.inputs[k];
-    std::string what = "argument " + std::to_string(k);
-    if (k < sig_.input_names.size() && !sig_.input_names[k].empty()) what += " (" + sig_.input_names[k] + ")";
+    // Named only on error: a model's call checks hundreds of weights, and
+    // building each name cost string allocations on every call.
+    auto what = [&] {
+      std::string w = "argument " + std::to_string(k);
+      if (k < sig_.input_names.size() && !sig_.input_names[k].empty()) w += " (" + sig_.input_names[k] + ")";
+      return w;
+    };
     if (!b || !b->valid())
-      return invalid_argument(what + ": expected " + want.to_string() +
+      return invalid_argument(what() + ": expected " + want.to_string() +
                               ", got an empty Buffer (default-constructed, or moved from: e.g. donated to an "
                               "earlier call, whose result now owns its memory)");
     if (b->dtype() != want.dtype() || !b->shape().same_dims(want))
-      return invalid_argument(what + ": expected " + want.to_string() + ", got " + b->shape().to_string());
+      return invalid_argument(what() + ": expected " + want.to_string() + ", got " + b->shape().to_string());
     // Tags are checked where both sides carry one: a [o, d] buffer for a
     // [d, o] parameter of equal sizes is a transposed weight, not a match.
     for (int a = 0; a < want.rank(); ++a) {
       Tag bt = b->shape().tag(a), wt = want.tag(a);
       if (!bt.empty() && !wt.empty() && !(bt == wt))
-        return invalid_argument(what + ": expected " + want.to_string() + ", got " + b->shape().to_string() +
+        return invalid_argument(what() + ": expected " + want.to_string() + ", got " + b->shape().to_string() +
                                 " (axis " + std::to_string(a) + " is tagged '" + std::string(bt.name()) +
                                 "', the parameter's '" + std::string(wt.name()) + "')");
     }
     if (b->backend() != backend_.get())
-      return invalid_argument(what + ": buffer lives on another platform (" + b->backend()->name() + ")");
+      return invalid_argument(what() + ": buffer lives on another platform (" + b->backend()->name() + ")");
   }
   return Status();
 }

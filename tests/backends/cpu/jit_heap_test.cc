@@ -1,9 +1,11 @@
 // The compiled code's heap (jit_heap.h): malloc / free semantics (64-byte
-// alignment, free(nullptr), small and large blocks), and a compiled program's
+// alignment, free(nullptr), small and large blocks), small blocks reused
+// from each thread's cache, and a compiled program's
 // large temporaries reused from one call to the next (no fresh pages per
 // call) with the same results.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <thread>
@@ -38,6 +40,44 @@ TEST(JitHeap, LargeBlocksAreReusedBySize) {
   EXPECT_NE(c, b);
   jit_heap_free(b);
   jit_heap_free(c);
+}
+
+// Small blocks come back from the calling thread's cache, by size; blocks
+// of another size, and blocks beyond a size's few cached ones, do not mix
+// with them. A thread that frees another thread's blocks caches them too.
+TEST(JitHeap, SmallBlocksAreReusedByEachThread) {
+  const size_t before = jit_heap_small_reuses();
+  void* a = jit_heap_malloc(300);
+  std::memset(a, 1, 300);
+  jit_heap_free(a);
+  void* b = jit_heap_malloc(300);
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(jit_heap_small_reuses(), before + 1);
+  void* c = jit_heap_malloc(1000);  // another size: a fresh block
+  EXPECT_NE(c, b);
+  EXPECT_EQ(jit_heap_small_reuses(), before + 1);
+  jit_heap_free(b);
+  jit_heap_free(c);
+  // 64 blocks of one size freed at once: all reusable, none handed out twice.
+  std::vector<void*> many;
+  for (int i = 0; i < 64; ++i) many.push_back(jit_heap_malloc(512));
+  for (void* p : many) jit_heap_free(p);
+  std::vector<void*> again;
+  for (int i = 0; i < 64; ++i) {
+    again.push_back(jit_heap_malloc(512));
+    std::memset(again.back(), i, 512);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(again.back()) % 64, 0u);
+  }
+  std::sort(again.begin(), again.end());
+  EXPECT_EQ(std::adjacent_find(again.begin(), again.end()), again.end());
+  // Blocks allocated here, freed by a thread that then exits (its cache goes
+  // back to the C library).
+  std::thread([&] {
+    for (void* p : again) jit_heap_free(p);
+    void* d = jit_heap_malloc(512);
+    EXPECT_EQ(std::count(again.begin(), again.end(), d), 1);
+    jit_heap_free(d);
+  }).join();
 }
 
 TEST(JitHeap, ThreadsAllocateAndFreeConcurrently) {

@@ -11,7 +11,8 @@
 // which ~1/3 in page faults, against 265 ms with warm memory). Here, blocks
 // of at least kLargeBlockBytes come from a BlockPool by exact size (a
 // program's temporaries have the same sizes on every call), so a repeated
-// call runs on warm pages; smaller blocks go to the C library.
+// call runs on warm pages; smaller blocks come from the C library, with a
+// few freed ones per size kept by each thread for the next allocation.
 //
 // Blocks are 64-byte aligned. Thread-safe (a parallel loop's iterations may
 // allocate). The pool keeps at most kJitHeapCacheBytes of freed blocks for
@@ -32,5 +33,7 @@ extern "C" void jit_heap_free(void* p);
 
 // How many allocations freed large blocks have served (for tests).
 size_t jit_heap_reuses();
+// How many of the calling thread's small allocations its cache served.
+size_t jit_heap_small_reuses();
 
 }  // namespace radix
