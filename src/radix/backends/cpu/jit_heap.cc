@@ -25,7 +25,7 @@ BlockPool& pool() {
 }
 
 // Small blocks: a few freed blocks per size (in 64-byte lines) kept by each
-// thread, lock-free. A decode step allocates and frees a thousand small
+// thread, lock-free. A decode step allocates and frees ~540 small
 // temporaries (stories110M: the attention's per-head rows, norms' sums) of
 // the same sizes every token; glibc's aligned_alloc splits and coalesces
 // chunks for each (~3% of a decode step in _int_memalign and friends). A
