@@ -25,9 +25,9 @@ BlockPool& pool() {
 }
 
 // Small blocks: a few freed blocks per size (in 64-byte lines) kept by each
-// thread, lock-free. A decode step allocates and frees ~540 small
-// temporaries (stories110M: the attention's per-head rows, norms' sums) of
-// the same sizes every token; glibc's aligned_alloc splits and coalesces
+// thread, lock-free. A stories110M decode step allocates and frees ~540
+// small temporaries (the chunked attention's per-chunk buffers among them)
+// of the same sizes every token; glibc's aligned_alloc splits and coalesces
 // chunks for each (~3% of a decode step in _int_memalign and friends). A
 // block freed on another thread than the one that allocated it joins the
 // freeing thread's cache: they are all the C library's aligned blocks.
