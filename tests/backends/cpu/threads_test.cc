@@ -124,8 +124,9 @@ TEST(Threads, MatVecWithWeightsOutInIsThreadCountIndependent) {
 }
 
 // A decode-sized mat-vec (stories15M's [1,288]·W[768,288]ᵀ: 221K multiply-
-// adds, reading 864 KiB of weights) splits over threads too; the same work
-// with 16 rows reuses each weight row from cache and stays on one core.
+// adds, reading 864 KiB of weights) splits over threads too, and so does
+// the same product with W stored [288, 768]; the same work with 16 rows
+// reuses each weight row from cache and stays on one core.
 TEST(Threads, SmallDecodeMatVecsSplitButSmallPromptProductsDoNot) {
   const int64_t N = 768, K = 288;
   Shape x(DType::kF32, {1, K}), w(DType::kF32, {N, K});
@@ -136,6 +137,14 @@ TEST(Threads, SmallDecodeMatVecsSplitButSmallPromptProductsDoNot) {
               1e-4, "[1,288] . w^T");
   Compiled rows = run_on(2, dot, {Shape(DType::kF32, {16, 64}), Shape(DType::kF32, {192, 64})});
   EXPECT_EQ(rows.script.find("tile_using_forall"), std::string::npos) << rows.script;
+  // The same mat-vec with W stored [K, N] (register tiles, not dot products).
+  auto mm = [](Tensor a, Tensor b) { return matmul(a, b); };
+  auto kn = expect_thread_independent("[1,288] . w[288,768]", mm, {x, Shape(DType::kF32, {K, N})});
+  expect_near(kn, naive_dot(testing::random_vec<float>(K, -1, 1, 100), testing::random_vec<float>(K * N, -1, 1, 101),
+                            1, N, K, false),
+              1e-4, "[1,288] . w");
+  Compiled kn_rows = run_on(2, mm, {Shape(DType::kF32, {16, 64}), Shape(DType::kF32, {64, 192})});
+  EXPECT_EQ(kn_rows.script.find("tile_using_forall"), std::string::npos) << kn_rows.script;
 }
 
 // Decode attention's probabilities times V: 12 heads of [1,64]·V[64,64]

@@ -773,7 +773,9 @@ bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const
       }
       emit_tile(body, id + "b", id + "k", {0, 0, kSmallBlockK});
       cur = id + "k";
-    } else if (auto par = parallel_tiles(op, threads, kParallelMinMatmulWork, {tm, tn, 1}); !par.empty()) {
+    } else if (auto par = parallel_tiles(op, threads, min_dot_work(M), {tm, tn, 1}); !par.empty()) {
+      // min_dot_work: a few rows (a decode mat-vec with W stored [K, N])
+      // stream B as dot-product tiles stream their weights.
       cur = forall_if(body, cur, par);
       ++sum.parallel;
     }
@@ -799,8 +801,8 @@ bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const
     }
     const auto [tm, tn] = *tile;
     match();
-    // A few rows per batch (decode attention's probabilities times V) stream
-    // B like a mat-vec streams its weights: split from the dot-product work.
+    // min_dot_work as for a matmul: a few rows per batch (decode attention's
+    // probabilities times V) stream B.
     const std::vector<int64_t> par = parallel_tiles(op, threads, min_dot_work(ranges[1]), {1, tm, tn, 1});
     if (!par.empty()) ++sum.parallel;
     emit_tile(body, forall_if(body, id, par), id + "r", {1, tm, tn, 0});
