@@ -6,9 +6,13 @@
 // the inputs dominate).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <optional>
+#include <regex>
 
 #include "trace/op_test_helpers.h"
 
@@ -383,6 +387,41 @@ TEST(NnAttention, ChunkedPrefillLargeEnoughForThreads) {
   // (run() compiles for every core).
   check_cached({.S = 128, .HQ = 4, .HKV = 4, .D = 64, .MAXT = 256, .chunk = 0, .positions = {0, 100, 128}}, kF32Rtol,
                kF32Atol);
+}
+
+// A decode step over a head-major cache in chunks of 64 keys of 64 values
+// (16 KiB per head and chunk, stories110M's head shape): both products of
+// each chunk, q·kᵀ and the probabilities times V, prefetch the next head's
+// rows of the chunk (radix-prefetch-next-batch: the prefetched buffer is the
+// chunk's [heads, 64, 64] view, head stride 256 * 64); a 128-token prefill,
+// which reads each key row once per tile of queries, does not. Results
+// against the naive loop at chunk edges, on one and two threads.
+TEST(NnAttention, ChunkedDecodePrefetchesTheNextHeadsRows) {
+  const std::regex next_head(R"(memref\.prefetch [^\n]*x64xf32, strided<\[16384, 64, 1\])");
+  const CompileFnOptions saved = g_opts;
+  for (int threads : {1, 2})
+    for (int64_t S : {1, 128}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + " S " + std::to_string(S));
+      const std::filesystem::path dir =
+          std::filesystem::temp_directory_path() / ("radix-nexthead-" + std::to_string(::getpid()));
+      std::filesystem::remove_all(dir);
+      g_opts.compile.codegen.cpu.threads = threads;
+      g_opts.compile.diagnostics.dump = {"bufferize"};
+      g_opts.compile.diagnostics.dump_dir = dir.string();
+      check_cached({.S = S, .HQ = 4, .HKV = 4, .D = 64, .MAXT = 256, .chunk = 0,
+                    .positions = S == 1 ? std::vector<int64_t>{0, 63, 64, 200, 255} : std::vector<int64_t>{0, 128}},
+                   kF32Rtol, kF32Atol);
+      g_opts = saved;
+      const std::string ir = testing::stage_dump(dir, "bufferize.mlir");
+      std::filesystem::remove_all(dir);
+      ASSERT_FALSE(ir.empty());
+      const auto n = std::distance(std::sregex_iterator(ir.begin(), ir.end(), next_head), std::sregex_iterator());
+      // Keys and values, two cache lines per 32-value read each.
+      if (S == 1)
+        EXPECT_GE(n, 4) << ir;
+      else
+        EXPECT_EQ(n, 0) << ir;
+    }
 }
 
 TEST(NnAttention, ChunkedTokenMajorAndFullPathAgree) {

@@ -52,6 +52,11 @@ std::unique_ptr<mlir::Pass> create_prefetch_next_row_pass();
 // columns of the next rows.
 std::unique_ptr<mlir::Pass> create_prefetch_next_tile_pass();
 
+// "radix-prefetch-next-batch": in batched products' reduction loops (marked
+// by the schedule), reads of a per-batch slab of a few KiB (a head's chunk
+// of the KV cache) prefetch the same elements of the next batch.
+std::unique_ptr<mlir::Pass> create_prefetch_next_batch_pass();
+
 // "radix-streaming-stores{min-bytes=N}": outputs of at least N bytes that a
 // function only writes are stored with non-temporal (cache-bypassing) vector
 // stores where the address is aligned; N = 0 turns it off.

@@ -10,6 +10,9 @@ namespace radix::cpu_schedule {
 
 // Read by radix-prefetch-next-tile: the loop streams weight rows.
 constexpr const char* kStreamMark = "radix.stream_loop";
+// Batched products' reduction loops: reads of a per-batch slab prefetch the
+// next batch's (radix-prefetch-next-batch).
+constexpr const char* kBatchStreamMark = "radix.batch_stream_loop";
 // Set by trace/ops_quant.cc on its contractions.
 constexpr const char* kQuantizedDotAttr = "radix.quantized_dot";
 
@@ -419,6 +422,11 @@ static bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp o
   std::vector<int64_t> split(n, 0);
   split.back() = v;
   emit_dot_reduction(body, id + "r", id, split);
+  // Batched with a few rows per batch (decode attention's q·kᵀ, one head
+  // per batch): each key row read once, so the next head's keys are fetched
+  // too. (Prompts read each key row again for every tile of queries.)
+  if (o > 0 && op.getStaticLoopRanges()[o] <= kDotMaxStreamingRows)
+    body << "    transform.annotate %" << id << "pl \"" << kBatchStreamMark << "\" : !transform.any_op\n";
   ++sum.matmuls;
   return true;
 }
@@ -807,6 +815,11 @@ bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const
     if (!par.empty()) ++sum.parallel;
     emit_tile(body, forall_if(body, id, par), id + "r", {1, tm, tn, 0});
     emit_tile(body, id + "r", id + "s", {0, 0, 0, 1});
+    // A few rows per batch (decode attention's probabilities times V, one
+    // head per batch) read each B row once: its reads prefetch the next
+    // batch's.
+    if (ranges[1] <= kDotMaxStreamingRows)
+      body << "    transform.annotate %" << id << "s_l0 \"" << kBatchStreamMark << "\" : !transform.any_op\n";
     body << "    transform.structured.vectorize %" << id << "s {create_named_contraction} : !transform.any_op\n";
     ++sum.matmuls;
     return true;
