@@ -45,13 +45,14 @@ constexpr int64_t kMinSlabBytes = 4 * 1024;
 constexpr int64_t kMaxSlabBytes = 64 * 1024;
 
 // Where a read's batch index is: the subview `sliced` of the chain whose
-// offset in `dim` is `loop`'s induction variable, and the read's indices in
-// that subview's source (offsets of the chain below it added).
+// offset in `dim` is the batch loop's induction variable, and the offsets
+// of every subview from the read's up to `sliced` (rank each, in that
+// order), which added to the read's indices give its indices in `sliced`'s
+// source.
 struct BatchAccess {
   mlir::memref::SubViewOp sliced;
   int64_t dim = 0;
-  mlir::scf::ForOp loop;
-  llvm::SmallVector<mlir::OpFoldResult> offsets_below;  // summed chain offsets per dim, sliced's included
+  llvm::SmallVector<mlir::OpFoldResult> offsets_below;
 };
 
 // The scf.for enclosing `op` whose induction variable `v` is, if any.
@@ -84,7 +85,7 @@ std::optional<BatchAccess> batch_access(mlir::vector::TransferReadOp read, mlir:
       if (!step || *step != 1) continue;
       // The sliced buffer must exist before the batch loop starts.
       if (loop->isAncestor(sv.getSource().getParentRegion()->getParentOp())) continue;
-      BatchAccess a{sv, static_cast<int64_t>(d), loop, {}};
+      BatchAccess a{sv, static_cast<int64_t>(d), {}};
       for (mlir::memref::SubViewOp c : chain) {
         const llvm::SmallVector<mlir::OpFoldResult> o = c.getMixedOffsets();
         a.offsets_below.append(o.begin(), o.end());
