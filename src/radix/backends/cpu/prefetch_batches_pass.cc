@@ -30,14 +30,13 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "radix/backends/cpu/cpu_passes.h"
+#include "radix/backends/cpu/prefetch_util.h"
 
 namespace radix {
 
 namespace {
 
 constexpr const char* kBatchStreamMark = "radix.batch_stream_loop";
-constexpr int64_t kCacheLine = 64;
-constexpr uint32_t kLocalityL2 = 2;
 // Slabs smaller than a page (a head's query row) stay in L1 between steps;
 // larger than 64 KiB, the next batch's lines would be fetched long before
 // their use and compete with the current batch in L2.
@@ -46,13 +45,12 @@ constexpr int64_t kMaxSlabBytes = 64 * 1024;
 
 // Where a read's batch index is: the subview `sliced` of the chain whose
 // offset in `dim` is the batch loop's induction variable, and the offsets
-// of every subview from the read's up to `sliced` (rank each, in that
-// order), which added to the read's indices give its indices in `sliced`'s
-// source.
+// of every subview from the read's up to `sliced` (one list each), which
+// added to the read's indices give its indices in `sliced`'s source.
 struct BatchAccess {
   mlir::memref::SubViewOp sliced;
   int64_t dim = 0;
-  llvm::SmallVector<mlir::OpFoldResult> offsets_below;
+  std::vector<llvm::SmallVector<mlir::OpFoldResult>> offsets;
 };
 
 // The scf.for enclosing `op` whose induction variable `v` is, if any.
@@ -70,9 +68,7 @@ std::optional<BatchAccess> batch_access(mlir::vector::TransferReadOp read, mlir:
   mlir::Value m = read.getBase();
   std::vector<mlir::memref::SubViewOp> chain;
   while (auto sv = m.getDefiningOp<mlir::memref::SubViewOp>()) {
-    if (sv.getSourceType().getRank() != sv.getType().getRank()) return std::nullopt;
-    for (mlir::OpFoldResult st : sv.getMixedStrides())
-      if (std::optional<int64_t> c = mlir::getConstantIntValue(st); !c || *c != 1) return std::nullopt;
+    if (!is_plain_slice(sv)) return std::nullopt;
     chain.push_back(sv);
     llvm::SmallVector<mlir::OpFoldResult> off = sv.getMixedOffsets(), size = sv.getMixedSizes();
     for (size_t d = 0; d < off.size(); ++d) {
@@ -86,10 +82,7 @@ std::optional<BatchAccess> batch_access(mlir::vector::TransferReadOp read, mlir:
       // The sliced buffer must exist before the batch loop starts.
       if (loop->isAncestor(sv.getSource().getParentRegion()->getParentOp())) continue;
       BatchAccess a{sv, static_cast<int64_t>(d), {}};
-      for (mlir::memref::SubViewOp c : chain) {
-        const llvm::SmallVector<mlir::OpFoldResult> o = c.getMixedOffsets();
-        a.offsets_below.append(o.begin(), o.end());
-      }
+      for (mlir::memref::SubViewOp c : chain) a.offsets.push_back(c.getMixedOffsets());
       return a;
     }
     m = sv.getSource();
@@ -111,9 +104,7 @@ void prefetch_next_batches(mlir::scf::ForOp loop) {
     auto src = llvm::cast<mlir::MemRefType>(a->sliced.getSource().getType());
     const int64_t rank = src.getRank();
     if (!src.hasStaticShape() || src.getDimSize(a->dim) < 2 || a->dim == rank - 1) continue;
-    int64_t offset = 0;
-    llvm::SmallVector<int64_t> strides;
-    if (mlir::failed(src.getStridesAndOffset(strides, offset)) || strides.back() != 1) continue;
+    if (!src.isLastDimUnitStride()) continue;
     int64_t slab = elem_bytes;
     for (int64_t d = 0; d < rank; ++d)
       if (d != a->dim) slab *= src.getDimSize(d);
@@ -121,29 +112,14 @@ void prefetch_next_batches(mlir::scf::ForOp loop) {
 
     mlir::OpBuilder b(read);
     mlir::Location loc = read.getLoc();
-    // The read's indices in the sliced buffer: its own plus every offset of
-    // the chain up to and including the slicing subview.
-    llvm::SmallVector<mlir::Value> idx = llvm::to_vector(read.getIndices());
-    const size_t n_sub = a->offsets_below.size() / static_cast<size_t>(rank);
-    for (size_t s = 0; s < n_sub; ++s)
-      for (int64_t d = 0; d < rank; ++d) {
-        mlir::OpFoldResult o = a->offsets_below[s * static_cast<size_t>(rank) + static_cast<size_t>(d)];
-        if (std::optional<int64_t> c = mlir::getConstantIntValue(o); c && *c == 0) continue;
-        idx[d] = mlir::arith::AddIOp::create(b, loc, idx[d], mlir::getValueOrCreateConstantIndexOp(b, loc, o));
-      }
+    // The read's indices in the sliced buffer.
+    llvm::SmallVector<mlir::Value> idx = add_slice_offsets(b, loc, a->offsets, llvm::to_vector(read.getIndices()));
     // The batch index is the loop's induction variable (+ constant offsets
     // below, none in the schedules' chains): the next batch, clamped.
     mlir::Value one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
     mlir::Value last = mlir::arith::ConstantIndexOp::create(b, loc, src.getDimSize(a->dim) - 1);
     idx[a->dim] = mlir::arith::MinUIOp::create(b, loc, mlir::arith::AddIOp::create(b, loc, idx[a->dim], one), last);
-    const int64_t lanes_per_line = std::max<int64_t>(1, kCacheLine / elem_bytes);
-    mlir::Value col = idx[rank - 1];
-    for (int64_t j = 0; j < vt.getDimSize(0); j += lanes_per_line) {
-      idx[rank - 1] = j == 0 ? col
-                             : mlir::arith::AddIOp::create(b, loc, col, mlir::arith::ConstantIndexOp::create(b, loc, j));
-      mlir::memref::PrefetchOp::create(b, loc, a->sliced.getSource(), idx, /*isWrite=*/false, kLocalityL2,
-                                       /*isDataCache=*/true);
-    }
+    prefetch_lines(b, loc, a->sliced.getSource(), idx, vt.getDimSize(0), elem_bytes, /*is_write=*/false, kLocalityL2);
   }
 }
 

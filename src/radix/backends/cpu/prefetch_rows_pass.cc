@@ -26,13 +26,13 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "radix/backends/cpu/cpu_passes.h"
+#include "radix/backends/cpu/prefetch_util.h"
 
 namespace radix {
 
 namespace {
 
 constexpr const char* kRowLoopMark = "radix.row_loop";
-constexpr int64_t kCacheLine = 64;
 // Rows up to this size are prefetched into L1 (the current row, the next and
 // the output row fit in a 48 KiB L1 with room to spare), larger ones into L2,
 // and rows beyond the last limit not at all (they do not stay cached between
@@ -173,16 +173,9 @@ void prefetch_next_rows(mlir::Operation* loop) {
     base[rank - 2] = next;
 
     b.setInsertionPointToStart(target.getBody());
-    const int64_t lanes_per_line = std::max<int64_t>(1, kCacheLine / elem_bytes);
-    const uint32_t locality = row_bytes <= kL1RowBytes ? 3 : 2;
-    for (int64_t j = 0; j < *step; j += lanes_per_line) {
-      llvm::SmallVector<mlir::Value> idx = base;
-      idx[rank - 1] = j == 0 ? target.getInductionVar()
-                             : mlir::arith::AddIOp::create(b, loc, target.getInductionVar(),
-                                                           mlir::arith::ConstantIndexOp::create(b, loc, j));
-      mlir::memref::PrefetchOp::create(b, loc, row.getSource(), idx, /*isWrite=*/written_later, locality,
-                                       /*isDataCache=*/true);
-    }
+    const uint32_t locality = row_bytes <= kL1RowBytes ? 3 : kLocalityL2;
+    base[rank - 1] = target.getInductionVar();
+    prefetch_lines(b, loc, row.getSource(), base, *step, elem_bytes, /*is_write=*/written_later, locality);
   }
 }
 

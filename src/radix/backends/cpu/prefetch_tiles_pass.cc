@@ -36,14 +36,13 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "radix/backends/cpu/cpu_passes.h"
+#include "radix/backends/cpu/prefetch_util.h"
 
 namespace radix {
 
 namespace {
 
 constexpr const char* kStreamLoopMark = "radix.stream_loop";
-constexpr int64_t kCacheLine = 64;
-constexpr uint32_t kLocalityL2 = 2;
 
 // The buffer a read comes from, through unit-stride, rank-preserving
 // subviews, and the offsets those subviews add to the read's indices; none
@@ -56,26 +55,12 @@ struct RootAccess {
 std::optional<RootAccess> root_of(mlir::Value memref) {
   RootAccess root;
   while (auto sv = memref.getDefiningOp<mlir::memref::SubViewOp>()) {
-    if (sv.getSourceType().getRank() != sv.getType().getRank()) return std::nullopt;
-    for (mlir::OpFoldResult st : sv.getMixedStrides())
-      if (std::optional<int64_t> c = mlir::getConstantIntValue(st); !c || *c != 1) return std::nullopt;
+    if (!is_plain_slice(sv)) return std::nullopt;
     root.offsets.push_back(sv.getMixedOffsets());
     memref = sv.getSource();
   }
   root.buffer = memref;
   return root;
-}
-
-// The read's indices in the root buffer (ops created at `b`).
-llvm::SmallVector<mlir::Value> root_indices(mlir::OpBuilder& b, mlir::Location loc, const RootAccess& root,
-                                            llvm::SmallVector<mlir::Value> indices) {
-  for (const llvm::SmallVector<mlir::OpFoldResult>& off : root.offsets)
-    for (size_t d = 0; d < indices.size(); ++d) {
-      std::optional<int64_t> o = mlir::getConstantIntValue(off[d]);
-      if (o && *o == 0) continue;
-      indices[d] = mlir::arith::AddIOp::create(b, loc, indices[d], mlir::getValueOrCreateConstantIndexOp(b, loc, off[d]));
-    }
-  return indices;
 }
 
 // A buffer worth prefetching: static, row-major, not a stack temporary.
@@ -109,20 +94,14 @@ void prefetch_next_tiles(mlir::scf::ForOp loop) {
     if (bt.getDimSize(rank - 2) <= tn) continue;
     mlir::OpBuilder b(read);
     mlir::Location loc = read.getLoc();
-    const llvm::SmallVector<mlir::Value> indices = root_indices(b, loc, *root, llvm::to_vector(read.getIndices()));
-    mlir::Value row = indices[rank - 2], col = indices[rank - 1];
+    const llvm::SmallVector<mlir::Value> indices = add_slice_offsets(b, loc, root->offsets, llvm::to_vector(read.getIndices()));
+    mlir::Value row = indices[rank - 2];
     mlir::Value last_row = mlir::arith::ConstantIndexOp::create(b, loc, bt.getDimSize(rank - 2) - 1);
-    const int64_t lanes_per_line = std::max<int64_t>(1, kCacheLine / elem_bytes);
     for (int64_t r = 0; r < tn; ++r) {
       mlir::Value next = mlir::arith::AddIOp::create(b, loc, row, mlir::arith::ConstantIndexOp::create(b, loc, tn + r));
       llvm::SmallVector<mlir::Value> idx = indices;
       idx[rank - 2] = mlir::arith::MinUIOp::create(b, loc, next, last_row);
-      for (int64_t j = 0; j < v; j += lanes_per_line) {
-        idx[rank - 1] = j == 0 ? col
-                               : mlir::arith::AddIOp::create(b, loc, col, mlir::arith::ConstantIndexOp::create(b, loc, j));
-        mlir::memref::PrefetchOp::create(b, loc, root->buffer, idx, /*isWrite=*/false, kLocalityL2,
-                                         /*isDataCache=*/true);
-      }
+      prefetch_lines(b, loc, root->buffer, idx, v, elem_bytes, /*is_write=*/false, kLocalityL2);
     }
   }
 }

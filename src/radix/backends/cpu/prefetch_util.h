@@ -1,0 +1,33 @@
+// What the CPU backend's prefetch passes (radix-prefetch-next-row, -tile,
+// -batch) share: following a read's subviews back to the buffer they
+// slice, and one prefetch per cache line of a run of elements.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+
+namespace radix {
+
+inline constexpr int64_t kCacheLine = 64;
+inline constexpr uint32_t kLocalityL2 = 2;  // memref.prefetch's locality hint for L2 (prefetcht1)
+
+// A subview the prefetch passes can see through: same rank as its source,
+// unit strides (its offsets simply add to the indices read through it).
+bool is_plain_slice(mlir::memref::SubViewOp sv);
+
+// `indices` read through a chain of plain slices, in the buffer the chain
+// starts from: each subview's offsets (one list per subview) added, ops
+// created at `b`.
+llvm::SmallVector<mlir::Value> add_slice_offsets(mlir::OpBuilder& b, mlir::Location loc,
+                                                 const std::vector<llvm::SmallVector<mlir::OpFoldResult>>& offsets,
+                                                 llvm::SmallVector<mlir::Value> indices);
+
+// Prefetches `elems` elements of `elem_bytes` each of `buffer` from `idx`
+// along its last (unit-stride) dim: one memref.prefetch per cache line.
+void prefetch_lines(mlir::OpBuilder& b, mlir::Location loc, mlir::Value buffer, llvm::SmallVector<mlir::Value> idx,
+                    int64_t elems, int64_t elem_bytes, bool is_write, uint32_t locality);
+
+}  // namespace radix
