@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "radix/backends/cpu/block_pool.h"
 #include "test_util.h"
@@ -53,8 +55,9 @@ std::string vm_flags_of(const void* p) {
   return "";
 }
 
-// Blocks of 2 MiB and more start on a 2 MiB boundary and are marked for
-// huge pages (madvise: the "hg" flag of their mapping); smaller ones are not.
+// Blocks of 8 MiB and more start on a 2 MiB boundary and are marked for
+// huge pages (madvise: the "hg" flag of their mapping); blocks under 256 KiB
+// are not.
 TEST(BlockPool, LargeBlocksAskForHugePages) {
   BlockPool pool(0);
   const size_t big = (size_t{9} << 20) + 100;  // not a multiple of 2 MiB
@@ -74,6 +77,51 @@ TEST(BlockPool, LargeBlocksAskForHugePages) {
   ASSERT_NE(small, nullptr);
   EXPECT_EQ((vm_flags_of(small) + " ").find(" hg "), std::string::npos) << vm_flags_of(small);
   pool.release(small, 100 << 10);
+}
+
+// Blocks from 256 KiB up to 8 MiB (a 768 x 768 bf16 matrix) are cut from
+// 16 MiB huge-page chunks: they do not overlap, sit in huge-page memory, and
+// a chunk none of whose blocks is in use is freed (all but the current one).
+TEST(BlockPool, MidSizeBlocksShareHugePageChunks) {
+  BlockPool pool(0);  // caches nothing: released blocks go back to their chunk
+  const size_t n = 768 * 768 * 2;
+  const size_t per_chunk = BlockPool::kChunkBytes / n;  // 14
+  std::vector<unsigned char*> blocks;
+  for (size_t i = 0; i < per_chunk + 1; ++i) {
+    auto* p = static_cast<unsigned char*>(pool.allocate(n));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+    std::memset(p, static_cast<int>(i + 1), n);
+    blocks.push_back(p);
+  }
+  EXPECT_EQ(pool.chunks(), 2u);  // the 15th block started a second chunk
+  for (size_t i = 0; i < blocks.size(); ++i) {  // no block overwrote another
+    EXPECT_EQ(blocks[i][0], i + 1);
+    EXPECT_EQ(blocks[i][n - 1], i + 1);
+  }
+  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    const std::string flags = vm_flags_of(blocks[3]);
+    EXPECT_NE((flags + " ").find(" hg "), std::string::npos) << flags;
+  }
+  // Just below and at 8 MiB: the largest chunked size, then a block of its
+  // own on a 2 MiB boundary.
+  const size_t most = BlockPool::kChunkedMaxBytes - 64;
+  auto* below = static_cast<unsigned char*>(pool.allocate(most));
+  auto* whole = static_cast<unsigned char*>(pool.allocate(BlockPool::kChunkedMaxBytes));
+  ASSERT_NE(below, nullptr);
+  ASSERT_NE(whole, nullptr);
+  below[0] = below[most - 1] = whole[0] = 1;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(whole) % BlockPool::kHugePageBytes, 0u);
+  EXPECT_EQ(pool.chunks(), 2u);  // the second chunk had room for it
+  pool.release(whole, BlockPool::kChunkedMaxBytes);
+  pool.release(below, most);
+  for (size_t i = 0; i + 1 < blocks.size(); ++i) pool.release(blocks[i], n);
+  EXPECT_EQ(pool.chunks(), 1u);  // the first chunk is empty: freed
+  pool.release(blocks.back(), n);
+  EXPECT_EQ(pool.chunks(), 1u);  // the current one is kept, cut from its start again
+  void* again = pool.allocate(n);
+  EXPECT_EQ(again, blocks.back());
+  pool.release(again, n);
 }
 
 TEST(BlockPool, ManyThreads) {
