@@ -45,6 +45,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -520,15 +521,18 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, const WeightKind&
   const bool ok = table.check(tag + " prefill " + std::to_string(sz.prefill) + " vs as many decode steps",
                               {{"radix", err}}, tolerance, metric);
 
-  // The peers' data: a buffer as large as a decode step's reads; the
-  // representative sgemm's operands.
+  // The peers' data: a buffer as large as a decode step's reads (a CPU
+  // buffer, in the huge-page memory the weights are in); the representative
+  // sgemm's operands.
   const double bytes_per_token = decode_bytes_per_token(store, wk);
-  std::vector<float> weights_copy;
+  std::optional<Buffer> weights_copy;
   std::unique_ptr<ParallelRead> reader;
   if (want_decode) {
-    weights_copy.resize(static_cast<size_t>(bytes_per_token / sizeof(float)));
-    fill_random(weights_copy.data(), weights_copy.size(), -1, 1, 7);
-    reader = std::make_unique<ParallelRead>(weights_copy.data(), weights_copy.size(), t);
+    std::vector<float> values(static_cast<size_t>(bytes_per_token / sizeof(float)));
+    fill_random(values.data(), values.size(), -1, 1, 7);
+    const Shape shape(DType::kF32, {static_cast<int64_t>(values.size())});
+    weights_copy.emplace(must(cpu.buffer(shape, values), tag + ": read peer's buffer"));
+    reader = std::make_unique<ParallelRead>(static_cast<const float*>(weights_copy->device_ptr()), values.size(), t);
   }
   const int gm = static_cast<int>(sz.prefill), gn = m.hidden, gk = m.dim;
   std::vector<float> ga(static_cast<size_t>(gm) * gk), gb(static_cast<size_t>(gn) * gk), gc(static_cast<size_t>(gm) * gn);
