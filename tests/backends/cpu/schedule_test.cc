@@ -771,8 +771,9 @@ TEST(Schedule, Bf16WeightPackingTransposesI16Lanes) {
 // A single row times short weight rows reads one weight row per tile, two
 // vectors per step: four short row streams side by side read memory slower
 // than one. Short: at most 1.5 KiB on 16-register ISAs (SSE, AVX2), 3 KiB on
-// AVX-512; longer rows keep tiles of 4 rows. Every variant against a double
-// loop.
+// AVX-512; longer rows take tiles of 4 rows, of 8 on AVX-512 where 8 divide
+// the rows (there 8 streams, each prefetching the next tile's row, kept up
+// with a plain read). Every variant against a double loop.
 TEST(Schedule, ShortWeightRowsTakeOneRowPerTile) {
   struct Case {
     DType d;
@@ -781,7 +782,9 @@ TEST(Schedule, ShortWeightRowsTakeOneRowPerTile) {
   const Case cases[] = {{DType::kF32, 288, 1032},    // 1152-byte rows (stories15M)
                         {DType::kBF16, 768, 1032},   // 1536 bytes (stories110M in bf16)
                         {DType::kF32, 768, 1032},    // 3 KiB (stories110M)
-                        {DType::kF32, 1024, 136}};   // 4 KiB
+                        {DType::kF32, 1024, 136},    // 4 KiB, 17 tiles of 8 rows
+                        {DType::kF32, 1024, 132},    // 4 KiB, 33 tiles of 4 rows
+                        {DType::kBF16, 2048, 40}};   // 4 KiB
   for (const Case& c : cases)
     for (const IsaCase& isa : kIsas) {
       const std::string what = std::string(dtype_name(c.d)) + " K=" + std::to_string(c.K) + " " + isa.name;
@@ -802,9 +805,10 @@ TEST(Schedule, ShortWeightRowsTakeOneRowPerTile) {
       const int64_t lanes = isa.isa.f32_lanes;
       const int64_t row_bytes = c.K * (c.d == DType::kBF16 ? 2 : 4);
       const bool one_row = row_bytes <= (isa.isa.registers <= 16 ? 1536 : 3072);
-      // The weight reads: [v] of one row, or [4, v] of four.
+      // The weight reads: [v] of one row, or [tn, v] of tn rows.
+      const int64_t tn = isa.isa.registers >= 32 && c.N % 8 == 0 ? 8 : 4;
       const std::string read = one_row ? "vector<" + std::to_string(2 * lanes) + "x" + et + ">"
-                                       : "vector<4x" + std::to_string(lanes) + "x" + et + ">";
+                                       : "vector<" + std::to_string(tn) + "x" + std::to_string(lanes) + "x" + et + ">";
       EXPECT_NE(ir.find("%arg1[%"), std::string::npos) << what;
       EXPECT_NE(ir.find(read), std::string::npos) << what << ": wanted " << read << "\n" << ir;
       // Either way the next weight rows are prefetched.
@@ -815,7 +819,7 @@ TEST(Schedule, ShortWeightRowsTakeOneRowPerTile) {
       for (int64_t j = 0; j < c.N; ++j) {
         double acc = 0;
         for (int64_t k = 0; k < c.K; ++k) acc += double(x[size_t(k)]) * wf[size_t(j * c.K + k)];
-        // At most 1024 f32 products of magnitude <= 1, summed in f32 partial sums.
+        // At most 2048 f32 products of magnitude <= 1, summed in f32 partial sums.
         ASSERT_NEAR(got[size_t(j)], acc, 1e-4) << what << " row " << j;
       }
     }
