@@ -49,7 +49,7 @@ void* BlockPool::allocate(size_t bytes) {
 // under 2 MiB in chunks (its 1.1 MiB matrices had streamed at 23-25 GB/s
 // where the 3 MiB ones reached 30), 120 -> 128 with those under 8 MiB;
 // stories15M f32 (0.3-0.9 MiB matrices) 500 -> 619; stories110M Q4_0 340 ->
-// 383; stories110M f32 (2.3-6 MiB) 66.7 -> 67.8. Called with mu_ held.
+// 383; stories110M f32 (2.3-6 MiB) 65.9 -> 67.8. Called with mu_ held.
 void* BlockPool::carve(size_t n) {
   if (current_ == 0 || chunks_[current_].used + n > kChunkBytes) {
     void* base = nullptr;
