@@ -122,6 +122,27 @@ TEST(Schedule, PackedMatmulBlocksForThreadsAreWholeRegisterTiles) {
       }
 }
 
+// All rows in one block on threads: the forall runs over column tiles only,
+// at least 4 per thread (of one or two panels here), each packing its own
+// panels of B (the pack fused into the forall, not a parallel region of
+// its own). Every ISA (up to 256 rows are one block on AVX-512, 64 on the
+// others), against the naive loop.
+TEST(Schedule, OneRowBlockTakesFourColumnTilesPerThread) {
+  for (const IsaCase& c : kIsas)
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{256, 256}, {128, 512}, {64, 1024}}) {
+      if (m > (c.isa.registers >= 32 ? 256 : 64)) continue;  // one block of rows: 16-register ISAs' blocks are 64
+      auto [script, ir] = check(c, m, 256, n, 2);
+      const std::string what = std::string(c.name) + " " + std::to_string(m) + "x256x" + std::to_string(n);
+      std::smatch tile;
+      ASSERT_TRUE(std::regex_search(script, tile, std::regex(R"(tile_using_forall %\w+ tile_sizes \[(\d+), (\d+), 0, 0\])")))
+          << what << "\n" << script;
+      EXPECT_EQ(std::stoll(tile[1]), m) << what;
+      const int64_t cols = std::stoll(tile[2]) * 2 * c.isa.f32_lanes;  // panels of two vectors
+      EXPECT_GE(n / cols, 4 * 2) << what << ": " << tile[0];
+      EXPECT_NE(script.find("fuse_into_containing_op"), std::string::npos) << what;
+    }
+}
+
 // A packed matmul's output panels [m, n / panel, panel] are C's row-major
 // layout: the product accumulates in the function's output buffer, with no
 // buffer of its own copied into it afterwards (radix-outputs-in-place), on

@@ -32,6 +32,13 @@ constexpr const char* kQuantizedDotAttr = "radix.quantized_dot";
 // (family 6 model 207), one thread, 1024^3 / 4096^3: 64x256x256 129 / 101
 // GFLOP/s, 128x256x512 138 / 117, 256x256x512 142 / 138, 512x256x512
 // 110 / 141, 256x512x512 106 / 122. AVX2 keeps the Zen 3 tuning (512 KiB L2).
+// Threads, all rows in one block: forall tiles per thread (down to one
+// panel each). A 256-row, one-panel tile packs 32 KiB of B right before
+// the register tiles read it. Measured on Zen 5, two threads, alternated,
+// 4 / 2 tiles per thread: 256^3 224 / 219 GFLOP/s (three rounds), 128 x 512
+// x 256 191-198 / 154-161, 256 x 512 x 512 210-216 / 188-211, 128 x 768 x 288
+// 208-211 / 111-198; 128 x 1024 x 1024 and 128 x 2048 x 768 alike.
+constexpr int64_t kOneRowBlockTilesPerThread = 4;
 constexpr int64_t kPackMinVolume = int64_t{1} << 24;
 constexpr int64_t kPackMinVolumeTransposedB = int64_t{1} << 20, kPackedMinRowsTransposedB = 16;
 constexpr int64_t kPanelVectors = 2;
@@ -122,8 +129,9 @@ static std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, co
   // inside its own block (emit_packed_matmul's fused pack) rather than
   // all threads waiting on a separate parallel packing region first.
   // Measured on Zen 5 (two threads at about half speed), 256^3: 175 -> 200
-  // GFLOP/s, 0.90 -> 0.92-0.99x oneDNN in `radix bench` runs.
-  while (threads > 1 && b.m == M && (N / b.n) < 2 * threads) {
+  // GFLOP/s, 0.90 -> 0.92-0.99x oneDNN in `radix bench` runs. Four forall
+  // tiles per thread rather than two (see kOneRowBlockTilesPerThread).
+  while (threads > 1 && b.m == M && (N / b.n) < kOneRowBlockTilesPerThread * threads) {
     const int64_t next = divisor(N, panel, b.n - panel);
     if (next < 2 * panel) break;
     b.n = next;
@@ -253,7 +261,8 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
   auto thread_panels = [&](int64_t part_rows, int64_t bm) {
     int64_t tile = blk.n / panel;
     int64_t blocks = (part_rows + bm - 1) / bm * (cols / blk.n);
-    while (tile % 2 == 0 && (blocks < 2 * threads || (blocks % threads != 0 && blocks < 8 * threads))) {
+    const int64_t per_thread = fuse_b_pack ? kOneRowBlockTilesPerThread : 2;
+    while (tile % 2 == 0 && (blocks < per_thread * threads || (blocks % threads != 0 && blocks < 8 * threads))) {
       tile /= 2;
       blocks *= 2;
     }
