@@ -4,6 +4,7 @@
 #include "tools/bench_command.h"
 
 #include "radix/backends/cpu/cpu_options.h"
+#include "radix/runtime/platform.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -170,6 +171,14 @@ void fill_random(float* p, size_t n, float lo, float hi, uint64_t seed) {
     z ^= z >> 31;
     p[i] = lo + static_cast<float>(z >> 40) * scale;
   }
+}
+
+Buffer upload_random(const Shape& shape, float lo, float hi, uint64_t seed) {
+  std::vector<float> host(static_cast<size_t>(shape.count()));
+  fill_random(host.data(), host.size(), lo, hi, seed);
+  Result<Buffer> b = Platform::cpu().buffer(shape, host);
+  if (!b.ok()) throw std::runtime_error("upload " + shape.to_string() + ": " + b.status().to_string());
+  return std::move(b).value();
 }
 
 std::vector<double> measure_interleaved(const std::vector<Contender>& cs, const BenchOptions& opts) {

@@ -17,6 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include "radix/core/shape.h"
+#include "radix/runtime/buffer.h"
+
 namespace radix::cli {
 
 int run_bench(int argc, char** argv);
@@ -113,6 +116,8 @@ double max_rel_err(const float* got, const float* ref, size_t n, double floor);
 
 // Fills with reproducible values in [lo, hi) (splitmix64: fast for 100M+ values).
 void fill_random(float* p, size_t n, float lo, float hi, uint64_t seed);
+// A CPU buffer of `shape` (f32) holding fill_random's values; throws on failure.
+Buffer upload_random(const Shape& shape, float lo, float hi, uint64_t seed);
 
 // The read-bandwidth peer: run() reads (sums) n floats at p once, split over
 // `threads` threads (the caller and threads - 1 workers, created once and

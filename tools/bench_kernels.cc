@@ -57,14 +57,6 @@ Platform& platform() {
 // Radix reads.
 const float* fp(const Buffer& b) { return static_cast<const float*>(b.device_ptr()); }
 
-Buffer upload_random(const Shape& shape, float lo, float hi, uint64_t seed) {
-  std::vector<float> host(static_cast<size_t>(shape.count()));
-  fill_random(host.data(), host.size(), lo, hi, seed);
-  Result<Buffer> b = platform().buffer(shape, host);
-  if (!b.ok()) throw std::runtime_error("upload " + shape.to_string() + ": " + b.status().to_string());
-  return std::move(b).value();
-}
-
 Buffer unwrap(Result<Buffer> r, const std::string& what) {
   if (!r.ok()) throw std::runtime_error(what + ": " + r.status().to_string());
   return std::move(r).value();

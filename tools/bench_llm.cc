@@ -528,11 +528,9 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, const WeightKind&
   std::optional<Buffer> weights_copy;
   std::unique_ptr<ParallelRead> reader;
   if (want_decode) {
-    std::vector<float> values(static_cast<size_t>(bytes_per_token / sizeof(float)));
-    fill_random(values.data(), values.size(), -1, 1, 7);
-    const Shape shape(DType::kF32, {static_cast<int64_t>(values.size())});
-    weights_copy.emplace(must(cpu.buffer(shape, values), tag + ": read peer's buffer"));
-    reader = std::make_unique<ParallelRead>(static_cast<const float*>(weights_copy->device_ptr()), values.size(), t);
+    const auto n = static_cast<int64_t>(bytes_per_token / sizeof(float));
+    weights_copy.emplace(upload_random(Shape(DType::kF32, {n}), -1, 1, 7));
+    reader = std::make_unique<ParallelRead>(static_cast<const float*>(weights_copy->device_ptr()), size_t(n), t);
   }
   const int gm = static_cast<int>(sz.prefill), gn = m.hidden, gk = m.dim;
   std::vector<float> ga(static_cast<size_t>(gm) * gk), gb(static_cast<size_t>(gn) * gk), gc(static_cast<size_t>(gm) * gn);
