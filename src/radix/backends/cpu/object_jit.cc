@@ -361,20 +361,34 @@ Result<std::unique_ptr<LoadedObject>> LoadedObject::load(std::string_view object
                     ", which this loader does not run (emit_object makes them functions)");
   }
 
-  // With RADIX_PERF_MAP set, the functions' names and sizes, for perf's map
-  // of JIT code (written once the object is linked, below).
-  std::vector<std::pair<std::string, uint64_t>> functions;
-  if (std::getenv("RADIX_PERF_MAP") != nullptr)
+  // With RADIX_PERF_MAP set, the functions' names, sizes and places (section,
+  // offset in it), for perf's map of JIT code (written once the object is
+  // linked, below). Local ones too: OpenMP's outlined loop bodies, where a
+  // threaded program spends its time, have internal linkage.
+  struct Function {
+    std::string name;
+    uint64_t size = 0, section = 0, offset = 0;
+    bool global = false;
+  };
+  std::vector<Function> functions;
+  if (std::getenv("RADIX_PERF_MAP") != nullptr && llvm::isa<llvm::object::ELFObjectFileBase>(*parsed))
     for (const llvm::object::SymbolRef& sym : (*parsed)->symbols()) {
       llvm::Expected<llvm::object::SymbolRef::Type> type = sym.getType();
       llvm::Expected<llvm::StringRef> name = sym.getName();
-      if (!type || !name) {
+      llvm::Expected<llvm::object::section_iterator> section = sym.getSection();
+      llvm::Expected<uint64_t> value = sym.getValue();
+      llvm::Expected<uint32_t> flags = sym.getFlags();
+      if (!type || !name || !section || !value || !flags) {
         llvm::consumeError(type.takeError());
         llvm::consumeError(name.takeError());
+        llvm::consumeError(section.takeError());
+        llvm::consumeError(value.takeError());
+        llvm::consumeError(flags.takeError());
         continue;
       }
-      if (*type == llvm::object::SymbolRef::ST_Function && llvm::isa<llvm::object::ELFObjectFileBase>(*parsed))
-        functions.emplace_back(name->str(), llvm::object::ELFSymbolRef(sym).getSize());
+      if (*type != llvm::object::SymbolRef::ST_Function || *section == (*parsed)->section_end()) continue;
+      functions.push_back(Function{name->str(), llvm::object::ELFSymbolRef(sym).getSize(), (*section)->getIndex(), *value,
+                                   (*flags & llvm::object::SymbolRef::SF_Global) != 0});
     }
 
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -437,17 +451,26 @@ Result<std::unique_ptr<LoadedObject>> LoadedObject::load(std::string_view object
     static std::mutex perf_map_mutex;
     std::lock_guard<std::mutex> lock(perf_map_mutex);
     const std::string path = "/tmp/perf-" + std::to_string(::getpid()) + ".map";
+    // A local function's address: its section's load address (from a
+    // global function in the same section: JITLink keeps an ELF section as
+    // one block) plus its offset; skipped when its section has none.
+    std::map<uint64_t, uint64_t> section_base;
+    for (const Function& fn : functions)
+      if (fn.global)
+        if (auto it = impl->symbols.find(jit.mangleAndIntern(fn.name)); it != impl->symbols.end())
+          section_base.emplace(fn.section, it->second.getAddress().getValue() - fn.offset);
     if (std::FILE* f = std::fopen(path.c_str(), "a")) {
-      for (const auto& [name, size] : functions)
-        if (auto it = impl->symbols.find(jit.mangleAndIntern(name)); it != impl->symbols.end() && size > 0) {
-          // An entry's code is inlined into its packed wrapper: listed
-          // under the traced function's own name.
-          const std::string_view shown = std::string_view(name).starts_with(kPackedPrefix)
-                                             ? std::string_view(name).substr(kPackedPrefix.size())
-                                             : std::string_view(name);
-          std::fprintf(f, "%llx %llx %.*s\n", static_cast<unsigned long long>(it->second.getAddress().getValue()),
-                       static_cast<unsigned long long>(size), static_cast<int>(shown.size()), shown.data());
-        }
+      for (const Function& fn : functions) {
+        auto base = section_base.find(fn.section);
+        if (base == section_base.end() || fn.size == 0) continue;
+        // An entry's code is inlined into its packed wrapper: listed
+        // under the traced function's own name.
+        const std::string_view shown = std::string_view(fn.name).starts_with(kPackedPrefix)
+                                           ? std::string_view(fn.name).substr(kPackedPrefix.size())
+                                           : std::string_view(fn.name);
+        std::fprintf(f, "%llx %llx %.*s\n", static_cast<unsigned long long>(base->second + fn.offset),
+                     static_cast<unsigned long long>(fn.size), static_cast<int>(shown.size()), shown.data());
+      }
       std::fclose(f);
     }
   }
