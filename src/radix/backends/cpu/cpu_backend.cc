@@ -170,7 +170,8 @@ class CpuBackend : public Backend {
          ";approx=" + std::to_string(cg.cpu.approximate_math) + ";isa=" + std::to_string(isa.f32_lanes) + "x" +
          std::to_string(isa.registers) + ";threads=" + std::to_string(resolve_cpu_threads(cg.cpu.threads)) +
          ";int8=" + std::to_string(cg.cpu.int8_kernels) + ";bf16=" + std::to_string(cg.cpu.bf16_kernels) +
-         ";stream=" + std::to_string(resolve_streaming_store_bytes(cg.cpu.streaming_store_bytes));
+         ";stream=" + std::to_string(resolve_streaming_store_bytes(cg.cpu.streaming_store_bytes)) +
+         ";merge=" + std::to_string(cg.cpu.merge_parallel_loops);
     return s;
   }
 

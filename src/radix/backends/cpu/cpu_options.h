@@ -55,6 +55,12 @@ struct CpuOptions {
   // host's last-level cache, so that outputs a following op could read from
   // the cache keep normal stores; 0: never. Ignored on other CPUs.
   int64_t streaming_store_bytes = -1;
+  // Neighbouring parallel loops that touch no buffer the other writes (the
+  // q, k and v products of one x) run as one OpenMP parallel region: one
+  // fork / join instead of several (radix-merge-foralls). A small model's
+  // decode step on two threads paid some 21% of its time in them. false:
+  // one region per loop.
+  bool merge_parallel_loops = true;
 };
 
 // The thread count `threads` resolves to (0 -> the cores this process may

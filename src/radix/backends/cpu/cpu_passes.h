@@ -76,6 +76,10 @@ std::unique_ptr<mlir::Pass> create_int8_dot_kernels_pass();
 // AVX-512 BF16 vdpbf16ps (x rounded to bf16 once per product).
 std::unique_ptr<mlir::Pass> create_bf16_dot_kernels_pass();
 
+// "radix-merge-foralls": neighbouring parallel tile loops that touch no
+// buffer the other writes become one loop (one OpenMP fork / join).
+std::unique_ptr<mlir::Pass> create_merge_foralls_pass();
+
 // "radix-lower-alloca-scopes": memref.alloca_scope becomes stack save /
 // restore around its inlined body (before scf-to-cf splits the body).
 std::unique_ptr<mlir::Pass> create_lower_alloca_scopes_pass();

@@ -68,7 +68,8 @@ const PipelineStage kStages[] = {
     // wrapped in when nothing is stack-allocated in it; the others become
     // stack save / restore before convert-scf-to-cf splits their bodies.
     {"lower",
-     "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=@threads@},radix-omp-static-chunks,canonicalize,radix-lower-alloca-scopes,"
+     // @merge@: radix-merge-foralls (CpuOptions::merge_parallel_loops).
+     "@merge@scf-forall-to-parallel,convert-scf-to-openmp{num-threads=@threads@},radix-omp-static-chunks,canonicalize,radix-lower-alloca-scopes,"
      "convert-vector-to-scf{full-unroll},convert-linalg-to-loops,"
      "expand-strided-metadata,lower-affine,"
      "func.func(math-extend-to-supported-types,"
@@ -108,6 +109,7 @@ void register_cpu_passes() {
     mlir::registerPass(create_streaming_stores_pass);
     mlir::registerPass(create_int8_dot_kernels_pass);
     mlir::registerPass(create_bf16_dot_kernels_pass);
+    mlir::registerPass(create_merge_foralls_pass);
     mlir::registerPass(create_fuse_elementwise_pass);
     mlir::registerPass(create_collectives_to_mpi_pass);
     mlir::registerPass(create_custom_calls_pass);
@@ -148,12 +150,14 @@ namespace {
 // (on one thread the schedule emits no scf.forall: the OpenMP passes find
 // nothing to convert) and @mpi@ by the mpi dialect's lowering in a sharded
 // program (convert-to-llvm fails on a dialect never loaded), @stream@ by the
-// streaming-store threshold (0 off x86: the pass emits x86's sfence).
+// streaming-store threshold (0 off x86: the pass emits x86's sfence), @merge@
+// by radix-merge-foralls or nothing.
 std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options, bool partitioned) {
   std::string p = replace_all(stage.pipeline, "@threads@", std::to_string(resolve_cpu_threads(options.threads)));
   static const bool x86 = llvm::Triple(llvm::sys::getProcessTriple()).isX86();
   p = replace_all(std::move(p), "@stream@",
                   std::to_string(x86 ? resolve_streaming_store_bytes(options.streaming_store_bytes) : 0));
+  p = replace_all(std::move(p), "@merge@", options.merge_parallel_loops ? "radix-merge-foralls," : "");
   return replace_all(std::move(p), "@mpi@", partitioned ? "convert-to-llvm{filter-dialects=mpi}," : "");
 }
 

@@ -1,0 +1,303 @@
+// "radix-merge-foralls": neighbouring parallel tile loops (scf.forall over
+// buffers, as the schedule and the kernel passes emit them) that touch no
+// buffer the other writes become one loop over both loops' tiles, so that
+// they cost one OpenMP fork / join instead of two.
+//
+// Why: a Llama layer's decode step runs q, k and v (and w1, w3) as separate
+// mat-vecs of the same x, each its own parallel region. perf of stories15M
+// bf16 decode on two threads: 43 fork / join pairs per token, about 2.3 µs
+// each, some 21% of the token's time (bench/RESULTS.md, 2026-12-04).
+//
+// What moves: the ops between two loops A and B (B's output buffer, its
+// fill, B's rounding of x into its own stack buffer) go before A when
+// neither side writes a buffer the other reads or writes; then A and B
+// become one scf.forall over nA + nB tiles whose body runs A's body for
+// tiles below nA and B's (at tile - nA) above. Each thread still takes one
+// contiguous run of tiles (radix-omp-static-chunks). A
+// memref.alloca_scope with small stack buffers at a function's top level
+// (the bf16 kernels wrap each product so) is inlined first, so that its
+// loop stands next to its neighbours.
+//
+// A buffer A frees right after its loop (a kernel's temporary) is freed
+// after the merged loop instead.
+//
+// Conservative by construction: buffers are told apart by their roots
+// (through view-like ops) — two distinct allocations never alias, an
+// allocation never aliases a function argument, nor do two arguments of an
+// executable's entry (its inputs and its outputs' own buffers; one donated
+// to an output may alias anything), while a callee's arguments may; any op
+// whose effects are unknown, or a loop body that allocates or fences
+// streaming stores, stops the merge. Measured on Zen 5 (two threads, about
+// half speed, alternated in one session): stories15M bf16 decode
+// 1031-1520 -> 1318-1750 tok/s, Q8_0 1776-2657 -> 2172-3005; stories110M
+// alike within the noise.
+#include <optional>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Pass/Pass.h"
+#include "radix/backends/cpu/cpu_passes.h"
+
+namespace radix {
+
+namespace {
+
+// Stack bytes alloca_scopes may bring to a function's top level: per scope,
+// and in all.
+constexpr int64_t kMaxLiftedStackBytes = 16 * 1024, kMaxLiftedStackBytesPerFunction = 64 * 1024;
+
+// One memory effect: the buffer's root (null: unknown) and whether it writes.
+struct Access {
+  mlir::Value root;
+  bool write = false;
+};
+
+// The buffer a memref value views: through view-like ops to an allocation
+// or a block argument.
+mlir::Value root_of(mlir::Value v) {
+  while (true) {
+    mlir::Operation* def = v.getDefiningOp();
+    auto view = llvm::dyn_cast_or_null<mlir::ViewLikeOpInterface>(def);
+    if (!view) return v;
+    v = view.getViewSource();
+  }
+}
+
+bool is_allocation(mlir::Value root) {
+  return llvm::isa_and_nonnull<mlir::memref::AllocOp, mlir::memref::AllocaOp>(root.getDefiningOp());
+}
+
+bool is_function_argument(mlir::Value root) {
+  auto arg = llvm::dyn_cast<mlir::BlockArgument>(root);
+  return arg && llvm::isa<mlir::FunctionOpInterface>(arg.getOwner()->getParentOp()) &&
+         arg.getOwner()->isEntryBlock();
+}
+
+// Whether a function argument is a buffer of its own: the arguments of a
+// public function (an executable's entry: its inputs, and its outputs' fresh
+// buffers) other than those donated to an output (tf.aliasing_output).
+// A private callee's arguments may be any of its caller's buffers.
+bool distinct_argument(mlir::Value root) {
+  auto arg = llvm::dyn_cast<mlir::BlockArgument>(root);
+  if (!arg || !is_function_argument(root)) return false;
+  auto fn = llvm::cast<mlir::FunctionOpInterface>(arg.getOwner()->getParentOp());
+  return fn.isPublic() && !fn.getArgAttr(arg.getArgNumber(), "tf.aliasing_output");
+}
+
+bool may_alias(mlir::Value a, mlir::Value b) {
+  if (!a || !b) return true;
+  if (a == b) return true;
+  if (is_allocation(a) && (is_allocation(b) || is_function_argument(b))) return false;
+  if (is_allocation(b) && is_function_argument(a)) return false;
+  if (distinct_argument(a) && distinct_argument(b)) return false;
+  return true;
+}
+
+// Every memory effect of `op` and the ops nested in it; nullopt when some
+// op's effects are unknown. LLVM intrinsics on vectors alone (the kernels'
+// dot products) touch no memory.
+std::optional<std::vector<Access>> accesses(mlir::Operation* op) {
+  std::vector<Access> out;
+  bool known = true;
+  op->walk([&](mlir::Operation* inner) {
+    if (!known) return mlir::WalkResult::interrupt();
+    if (auto call = llvm::dyn_cast<mlir::LLVM::CallIntrinsicOp>(inner)) {
+      for (mlir::Value v : call->getOperands())
+        if (!llvm::isa<mlir::VectorType, mlir::IntegerType, mlir::FloatType>(v.getType())) known = false;
+      return mlir::WalkResult::advance();
+    }
+    // A prefetch changes no memory and never faults.
+    if (llvm::isa<mlir::memref::PrefetchOp>(inner)) return mlir::WalkResult::advance();
+    // An op's own effects (a linalg.generic's on its operands), if it
+    // declares them; those of its regions' ops are visited on their own.
+    auto iface = llvm::dyn_cast<mlir::MemoryEffectOpInterface>(inner);
+    if (!iface) {
+      if (inner->hasTrait<mlir::OpTrait::HasRecursiveMemoryEffects>()) return mlir::WalkResult::advance();
+      known = false;
+      return mlir::WalkResult::interrupt();
+    }
+    llvm::SmallVector<mlir::MemoryEffects::EffectInstance> effects;
+    iface.getEffects(effects);
+    for (const auto& e : effects) {
+      // Allocating or freeing counts as writing the buffer.
+      const bool write = !llvm::isa<mlir::MemoryEffects::Read>(e.getEffect());
+      mlir::Value v = e.getValue();
+      if (!v && llvm::isa<mlir::MemoryEffects::Allocate>(e.getEffect())) continue;  // a fresh buffer
+      if (v && !llvm::isa<mlir::BaseMemRefType>(v.getType())) v = nullptr;
+      out.push_back(Access{v ? root_of(v) : mlir::Value(), write});
+    }
+    return mlir::WalkResult::advance();
+  });
+  if (!known) return std::nullopt;
+  return out;
+}
+
+bool conflict(const std::vector<Access>& a, const std::vector<Access>& b) {
+  for (const Access& x : a)
+    for (const Access& y : b)
+      if ((x.write || y.write) && may_alias(x.root, y.root)) return true;
+  return false;
+}
+
+// A tile loop this pass merges: one dim from 0 in steps of 1 to a constant,
+// over buffers (no shared outputs), no mapping, a body with no stack
+// allocations and no streaming-store fence.
+std::optional<int64_t> mergeable_tiles(mlir::scf::ForallOp f) {
+  if (f.getRank() != 1 || !f.getOutputs().empty() || f.getMapping()) return std::nullopt;
+  // Static values (a dynamic one is ShapedType::kDynamic, never 0, 1 or >= 1).
+  llvm::ArrayRef<int64_t> lb = f.getStaticLowerBound(), ub = f.getStaticUpperBound(), step = f.getStaticStep();
+  if (lb.size() != 1 || ub.size() != 1 || step.size() != 1 || lb[0] != 0 || step[0] != 1 ||
+      mlir::ShapedType::isDynamic(ub[0]) || ub[0] < 1)
+    return std::nullopt;
+  bool plain = true;
+  f.getBody()->walk([&](mlir::Operation* op) {
+    if (llvm::isa<mlir::memref::AllocaOp, mlir::memref::AllocaScopeOp, mlir::memref::AllocOp>(op) ||
+        op->hasAttr(kThreadFenceMark))
+      plain = false;
+  });
+  if (!plain) return std::nullopt;
+  return ub[0];
+}
+
+// Inlines an alloca_scope at a function's top level whose stack buffers are
+// static and small: they then live for the whole function.
+void inline_small_scopes(mlir::FunctionOpInterface fn) {
+  if (fn.getFunctionBody().empty()) return;
+  llvm::SmallVector<mlir::memref::AllocaScopeOp> scopes;
+  for (mlir::Block& block : fn.getFunctionBody())
+    for (mlir::Operation& op : block)
+      if (auto s = llvm::dyn_cast<mlir::memref::AllocaScopeOp>(op); s && s->getNumResults() == 0) scopes.push_back(s);
+  int64_t lifted = 0;
+  for (mlir::memref::AllocaScopeOp scope : scopes) {
+    int64_t bytes = 0;
+    bool ok = scope.getBodyRegion().hasOneBlock();
+    scope.getBodyRegion().walk([&](mlir::memref::AllocaOp a) {
+      mlir::MemRefType t = a.getType();
+      if (!t.hasStaticShape() || !t.getElementType().isIntOrFloat()) {
+        ok = false;
+        return;
+      }
+      bytes += t.getNumElements() * static_cast<int64_t>((t.getElementTypeBitWidth() + 7) / 8);
+    });
+    if (!ok || bytes > kMaxLiftedStackBytes || lifted + bytes > kMaxLiftedStackBytesPerFunction) continue;
+    lifted += bytes;
+    mlir::Block& body = scope.getBodyRegion().front();
+    mlir::Operation* ret = body.getTerminator();
+    if (!llvm::isa<mlir::memref::AllocaScopeReturnOp>(ret) || ret->getNumOperands() != 0) continue;
+    ret->erase();
+    scope->getBlock()->getOperations().splice(scope->getIterator(), body.getOperations());
+    scope->erase();
+  }
+}
+
+// A and B merged into one loop at B's place (everything between them already
+// moved before A).
+mlir::scf::ForallOp merge(mlir::scf::ForallOp a, int64_t na, mlir::scf::ForallOp b, int64_t nb) {
+  mlir::OpBuilder builder(b);
+  mlir::Location loc = b.getLoc();
+  auto merged = mlir::scf::ForallOp::create(
+      builder, loc, llvm::ArrayRef<mlir::OpFoldResult>{builder.getIndexAttr(na + nb)}, mlir::ValueRange{}, std::nullopt,
+      [&](mlir::OpBuilder& nb_builder, mlir::Location l, mlir::ValueRange iv) {
+        mlir::Value first = mlir::arith::ConstantIndexOp::create(nb_builder, l, na);
+        mlir::Value in_a = mlir::arith::CmpIOp::create(nb_builder, l, mlir::arith::CmpIPredicate::ult, iv[0], first);
+        auto branch = mlir::scf::IfOp::create(nb_builder, l, in_a, /*withElseRegion=*/true);
+        auto clone_body = [&](mlir::scf::ForallOp from, mlir::Block* into, mlir::Value tile) {
+          mlir::OpBuilder in = mlir::OpBuilder::atBlockTerminator(into);
+          mlir::IRMapping map;
+          map.map(from.getInductionVars()[0], tile);
+          for (mlir::Operation& op : from.getBody()->without_terminator()) in.clone(op, map);
+        };
+        clone_body(a, branch.thenBlock(), iv[0]);
+        mlir::OpBuilder else_builder = mlir::OpBuilder::atBlockTerminator(branch.elseBlock());
+        mlir::Value tile_b = mlir::arith::SubIOp::create(else_builder, l, iv[0], first);
+        clone_body(b, branch.elseBlock(), tile_b);
+        mlir::scf::InParallelOp::create(nb_builder, l);
+      });
+  a.erase();
+  b.erase();
+  return merged;
+}
+
+// Merges the loops of one block, each with the next mergeable one it can
+// reach; returns how many merges.
+int merge_block(mlir::Block& block) {
+  int merges = 0;
+  mlir::scf::ForallOp a;
+  int64_t na = 0;
+  std::vector<Access> a_access;
+  std::vector<mlir::Operation*> between;
+  // Deallocations of A's own temporaries (a kernel's buffer freed right after
+  // its loop): moved after the merged loop instead of stopping the merge.
+  std::vector<mlir::Operation*> deferred;
+  auto reset = [&] {
+    a = nullptr;
+    between.clear();
+    deferred.clear();
+  };
+  for (mlir::Operation* op = block.empty() ? nullptr : &block.front(); op; op = op->getNextNode()) {
+    auto f = llvm::dyn_cast<mlir::scf::ForallOp>(op);
+    std::optional<int64_t> tiles = f ? mergeable_tiles(f) : std::nullopt;
+    std::optional<std::vector<Access>> acc = accesses(op);
+    if (a && acc && !conflict(a_access, *acc)) {
+      if (tiles) {
+        for (mlir::Operation* moved : between) moved->moveBefore(a);
+        mlir::scf::ForallOp m = merge(a, na, f, *tiles);
+        for (auto it = deferred.rbegin(); it != deferred.rend(); ++it) (*it)->moveAfter(m);
+        deferred.clear();
+        ++merges;
+        a = m;
+        na += *tiles;
+        a_access.insert(a_access.end(), acc->begin(), acc->end());
+        between.clear();
+        op = m;
+        continue;
+      }
+      // Only ops with no results used by A (none: A is earlier) and no
+      // region-carrying control flow that returns values move.
+      if (op->hasTrait<mlir::OpTrait::IsTerminator>()) break;
+      between.push_back(op);
+      continue;
+    }
+    if (a && llvm::isa<mlir::memref::DeallocOp>(op)) {
+      deferred.push_back(op);
+      continue;
+    }
+    reset();
+    if (tiles && acc) {
+      a = f;
+      na = *tiles;
+      a_access = std::move(*acc);
+    }
+  }
+  return merges;
+}
+
+struct MergeForallsPass : public mlir::PassWrapper<MergeForallsPass, mlir::OperationPass<mlir::ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MergeForallsPass)
+  llvm::StringRef getArgument() const override { return "radix-merge-foralls"; }
+  llvm::StringRef getDescription() const override {
+    return "merge neighbouring independent parallel tile loops (one fork / join instead of several)";
+  }
+  void getDependentDialects(mlir::DialectRegistry& registry) const override {
+    registry.insert<mlir::arith::ArithDialect, mlir::scf::SCFDialect>();
+  }
+  void runOnOperation() override {
+    getOperation().walk([&](mlir::FunctionOpInterface fn) {
+      inline_small_scopes(fn);
+      for (mlir::Block& block : fn.getFunctionBody()) merge_block(block);
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<mlir::Pass> create_merge_foralls_pass() { return std::make_unique<MergeForallsPass>(); }
+
+}  // namespace radix
