@@ -50,6 +50,16 @@ void expect_near(const std::vector<float>& got, const std::vector<double>& want,
   EXPECT_LT(worst, tol);
 }
 
+// Two threads, merging on or off, the lower stage dumped into `dir`.
+CompileFnOptions two_threads(bool merge, const fs::path& dir) {
+  CompileFnOptions o;
+  o.compile.codegen.cpu.threads = 2;
+  o.compile.codegen.cpu.merge_parallel_loops = merge;
+  o.compile.diagnostics.dump = {"lower"};
+  o.compile.diagnostics.dump_dir = dir.string();
+  return o;
+}
+
 Tensor times_rows(Tensor x, Tensor w) { return dot_general(x, w, DotDims{{}, {}, {1}, {1}}); }  // x · wᵀ
 
 // Three products of one x with weights of 512, 256 and 384 rows (uneven
@@ -119,11 +129,7 @@ TEST(MergeForalls, Bf16ProductsShareOneParallelRegion) {
   const fs::path dir = fs::temp_directory_path() / ("radix-merge-bf16-" + std::to_string(::getpid()));
   std::vector<std::vector<float>> outs[2];
   for (int merged = 0; merged < 2; ++merged) {
-    CompileFnOptions o;
-    o.compile.codegen.cpu.threads = 2;
-    o.compile.codegen.cpu.merge_parallel_loops = merged == 1;
-    o.compile.diagnostics.dump = {"lower"};
-    o.compile.diagnostics.dump_dir = dir.string();
+    const CompileFnOptions o = two_threads(merged == 1, dir);
     auto exe = must(compile_fn(cpu(), o, fn, sx, sw, sw, sw));
     const std::string ir = testing::stage_dump(dir, "lower.mlir");
     EXPECT_EQ(count(ir, "omp.parallel"), merged ? 1u : 3u) << ir;
@@ -156,11 +162,7 @@ TEST(MergeForalls, QuantizedProductsMatchUnmerged) {
   std::vector<std::vector<float>> outs[2];
   size_t regions[2] = {0, 0};
   for (int merged = 0; merged < 2; ++merged) {
-    CompileFnOptions o;
-    o.compile.codegen.cpu.threads = 2;
-    o.compile.codegen.cpu.merge_parallel_loops = merged == 1;
-    o.compile.diagnostics.dump = {"lower"};
-    o.compile.diagnostics.dump_dir = dir.string();
+    const CompileFnOptions o = two_threads(merged == 1, dir);
     const Shape vs = q[0].values_shape, ss = q[0].scales_shape;
     auto exe = must(compile_fn(cpu(), o, fn, sx, vs, ss, vs, ss, vs, ss));
     regions[merged] = count(testing::stage_dump(dir, "lower.mlir"), "omp.parallel");
