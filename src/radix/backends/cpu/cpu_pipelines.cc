@@ -157,7 +157,10 @@ std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options
   static const bool x86 = llvm::Triple(llvm::sys::getProcessTriple()).isX86();
   p = replace_all(std::move(p), "@stream@",
                   std::to_string(x86 ? resolve_streaming_store_bytes(options.streaming_store_bytes) : 0));
-  p = replace_all(std::move(p), "@merge@", options.merge_parallel_loops ? "radix-merge-foralls," : "");
+  p = replace_all(std::move(p), "@merge@",
+                  options.merge_parallel_loops
+                      ? "radix-merge-foralls{threads=" + std::to_string(resolve_cpu_threads(options.threads)) + "},"
+                      : std::string());
   return replace_all(std::move(p), "@mpi@", partitioned ? "convert-to-llvm{filter-dialects=mpi}," : "");
 }
 

@@ -11,9 +11,9 @@
 // What moves: the ops between two loops A and B (B's output buffer, its
 // fill, B's rounding of x into its own stack buffer) go before A when
 // neither side writes a buffer the other reads or writes; then A and B
-// become one scf.forall over nA + nB tiles whose body runs A's body for
-// tiles below nA and B's (at tile - nA) above. Each thread still takes one
-// contiguous run of tiles (radix-omp-static-chunks). A
+// become one scf.forall with an iteration per thread, each running its
+// static share of A's tiles and then of B's (see merge): what each thread
+// ran of the two loops apart, without the join and fork between. A
 // memref.alloca_scope with small stack buffers at a function's top level
 // (the bf16 kernels wrap each product so) is inlined first, so that its
 // loop stands next to its neighbours.
@@ -28,9 +28,11 @@
 // to an output may alias anything), while a callee's arguments may; any op
 // whose effects are unknown, or a loop body that allocates or fences
 // streaming stores, stops the merge. Measured on Zen 5 (two threads, about
-// half speed, alternated in one session): stories15M bf16 decode
-// 1031-1520 -> 1318-1750 tok/s, Q8_0 1776-2657 -> 2172-3005; stories110M
-// alike within the noise.
+// half speed, a noisy hour, alternated in one session), stories15M bf16
+// decode: 1031-1520 -> 1318-1750 tok/s with tiles [0, nA + nB) split in
+// runs (which can hand one thread all of a costly loop), 1132-1499 ->
+// 1263-1529 (medians of eight rounds 1370 -> 1405) with the per-thread
+// shares kept; Q8_0 and stories110M within the noise.
 #include <optional>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -198,27 +200,38 @@ void inline_small_scopes(mlir::FunctionOpInterface fn) {
 }
 
 // A and B merged into one loop at B's place (everything between them already
-// moved before A).
-mlir::scf::ForallOp merge(mlir::scf::ForallOp a, int64_t na, mlir::scf::ForallOp b, int64_t nb) {
+// moved before A): `threads` iterations, iteration t running A's tiles
+// [t nA / T, (t + 1) nA / T) and then B's share likewise — the tiles each
+// thread ran of the two loops apart (radix-omp-static-chunks' shares), so
+// that loops with tiles of different cost keep their balance; only the join
+// and fork between them go. (Tiles [0, nA + nB) split in T runs would give
+// one thread all of A's.) A merged loop has `threads` tiles, one per thread:
+// merged again, each iteration runs exactly its own.
+mlir::scf::ForallOp merge(mlir::scf::ForallOp a, int64_t na, mlir::scf::ForallOp b, int64_t nb, int64_t threads) {
   mlir::OpBuilder builder(b);
   mlir::Location loc = b.getLoc();
   auto merged = mlir::scf::ForallOp::create(
-      builder, loc, llvm::ArrayRef<mlir::OpFoldResult>{builder.getIndexAttr(na + nb)}, mlir::ValueRange{}, std::nullopt,
-      [&](mlir::OpBuilder& nb_builder, mlir::Location l, mlir::ValueRange iv) {
-        mlir::Value first = mlir::arith::ConstantIndexOp::create(nb_builder, l, na);
-        mlir::Value in_a = mlir::arith::CmpIOp::create(nb_builder, l, mlir::arith::CmpIPredicate::ult, iv[0], first);
-        auto branch = mlir::scf::IfOp::create(nb_builder, l, in_a, /*withElseRegion=*/true);
-        auto clone_body = [&](mlir::scf::ForallOp from, mlir::Block* into, mlir::Value tile) {
-          mlir::OpBuilder in = mlir::OpBuilder::atBlockTerminator(into);
+      builder, loc, llvm::ArrayRef<mlir::OpFoldResult>{builder.getIndexAttr(threads)}, mlir::ValueRange{}, std::nullopt,
+      [&](mlir::OpBuilder& in, mlir::Location l, mlir::ValueRange iv) {
+        mlir::Value t = iv[0];
+        mlir::Value one = mlir::arith::ConstantIndexOp::create(in, l, 1);
+        mlir::Value total = mlir::arith::ConstantIndexOp::create(in, l, threads);
+        // Tiles [t n / T, (t + 1) n / T) of a loop of n, its body cloned.
+        auto share = [&](mlir::scf::ForallOp from, int64_t n) {
+          mlir::Value count = mlir::arith::ConstantIndexOp::create(in, l, n);
+          auto bound = [&](mlir::Value k) {
+            return mlir::arith::DivUIOp::create(in, l, mlir::arith::MulIOp::create(in, l, k, count), total).getResult();
+          };
+          mlir::Value lo = bound(t), hi = bound(mlir::arith::AddIOp::create(in, l, t, one));
+          auto loop = mlir::scf::ForOp::create(in, l, lo, hi, one);
+          mlir::OpBuilder body = mlir::OpBuilder::atBlockTerminator(loop.getBody());
           mlir::IRMapping map;
-          map.map(from.getInductionVars()[0], tile);
-          for (mlir::Operation& op : from.getBody()->without_terminator()) in.clone(op, map);
+          map.map(from.getInductionVars()[0], loop.getInductionVar());
+          for (mlir::Operation& op : from.getBody()->without_terminator()) body.clone(op, map);
         };
-        clone_body(a, branch.thenBlock(), iv[0]);
-        mlir::OpBuilder else_builder = mlir::OpBuilder::atBlockTerminator(branch.elseBlock());
-        mlir::Value tile_b = mlir::arith::SubIOp::create(else_builder, l, iv[0], first);
-        clone_body(b, branch.elseBlock(), tile_b);
-        mlir::scf::InParallelOp::create(nb_builder, l);
+        share(a, na);
+        share(b, nb);
+        mlir::scf::InParallelOp::create(in, l);
       });
   a.erase();
   b.erase();
@@ -227,7 +240,7 @@ mlir::scf::ForallOp merge(mlir::scf::ForallOp a, int64_t na, mlir::scf::ForallOp
 
 // Merges the loops of one block, each with the next mergeable one it can
 // reach; returns how many merges.
-int merge_block(mlir::Block& block) {
+int merge_block(mlir::Block& block, int64_t threads) {
   int merges = 0;
   mlir::scf::ForallOp a;
   int64_t na = 0;
@@ -248,12 +261,12 @@ int merge_block(mlir::Block& block) {
     if (a && acc && !conflict(a_access, *acc)) {
       if (tiles) {
         for (mlir::Operation* moved : between) moved->moveBefore(a);
-        mlir::scf::ForallOp m = merge(a, na, f, *tiles);
+        mlir::scf::ForallOp m = merge(a, na, f, *tiles, threads);
         for (auto it = deferred.rbegin(); it != deferred.rend(); ++it) (*it)->moveAfter(m);
         deferred.clear();
         ++merges;
         a = m;
-        na += *tiles;
+        na = threads;
         a_access.insert(a_access.end(), acc->begin(), acc->end());
         between.clear();
         op = m;
@@ -281,6 +294,10 @@ int merge_block(mlir::Block& block) {
 
 struct MergeForallsPass : public mlir::PassWrapper<MergeForallsPass, mlir::OperationPass<mlir::ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MergeForallsPass)
+  MergeForallsPass() = default;
+  MergeForallsPass(const MergeForallsPass& o) : PassWrapper(o) {}
+  // The threads the loops run on (convert-scf-to-openmp's num-threads).
+  Option<int64_t> threads{*this, "threads", llvm::cl::desc("threads the parallel loops run on"), llvm::cl::init(1)};
   llvm::StringRef getArgument() const override { return "radix-merge-foralls"; }
   llvm::StringRef getDescription() const override {
     return "merge neighbouring independent parallel tile loops (one fork / join instead of several)";
@@ -289,9 +306,10 @@ struct MergeForallsPass : public mlir::PassWrapper<MergeForallsPass, mlir::Opera
     registry.insert<mlir::arith::ArithDialect, mlir::scf::SCFDialect>();
   }
   void runOnOperation() override {
+    if (threads < 2) return;  // no parallel loops to merge
     getOperation().walk([&](mlir::FunctionOpInterface fn) {
       inline_small_scopes(fn);
-      for (mlir::Block& block : fn.getFunctionBody()) merge_block(block);
+      for (mlir::Block& block : fn.getFunctionBody()) merge_block(block, threads);
     });
   }
 };
