@@ -83,6 +83,13 @@ template <class T>
   return ::testing::AssertionSuccess();
 }
 
+// How many times `needle` occurs in `text` (overlapping occurrences count).
+inline size_t count_of(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
 // Stage dumps a compile wrote under DiagnosticOptions::dump_dir `dir`
 // (<dir>/<backend>/<name>_<key>/NN-<stage>.<ext>): the text of the one named
 // `stage_file` ("schedule.mlir", "llvm-ir.ll"), or "" if absent.

@@ -13,11 +13,7 @@ namespace {
 using testing::cpu;
 using testing::must;
 
-size_t count_of(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
-  return n;
-}
+using testing::count_of;
 
 // Traces f(model, args) with the model's tensors first, as compile_model does.
 template <class Model, class F>

@@ -11,17 +11,14 @@
 #include "mlir/IR/MLIRContext.h"
 #include "radix/trace/function_attributes.h"
 #include "radix/trace/trace_error.h"
+#include "test_util.h"
 
 namespace radix {
 namespace {
 
 using detail::sharding_representation;
 
-size_t count_of(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
-  return n;
-}
+using testing::count_of;
 
 // func.func @main(f16[8] x n_args) -> (f16[8] x n_results), no body.
 struct BareFunction {

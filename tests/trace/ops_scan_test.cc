@@ -228,9 +228,7 @@ TEST(ScanOps, ReduceBodyBecomesScalarOps) {
   std::string text;
   text = testing::all_stage_dumps(dir);
   // One linalg.generic (the reduction), its body plain arith / math ops.
-  size_t generics = 0;
-  for (size_t p = text.find("linalg.generic"); p != std::string::npos; p = text.find("linalg.generic", p + 1)) ++generics;
-  EXPECT_EQ(generics, 1u) << text;
+  EXPECT_EQ(testing::count_of(text, "linalg.generic"), 1u) << text;
   EXPECT_EQ(text.find("tensor.from_elements"), std::string::npos) << text;
   EXPECT_NE(text.find("arith.maximumf"), std::string::npos) << text;
   std::filesystem::remove_all(dir);

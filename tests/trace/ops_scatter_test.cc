@@ -253,11 +253,7 @@ std::string read_dumps(const std::string& dir) {
   return text;
 }
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
-}
+using testing::count_of;
 
 TEST(ScatterOps, ScatterBufferizesInPlace) {
   // After bufferization the loops load and store one buffer directly: x (a
@@ -276,10 +272,10 @@ TEST(ScatterOps, ScatterBufferizesInPlace) {
   ASSERT_NE(loop, std::string::npos) << text;
   ASSERT_TRUE(end != std::string::npos && end > loop) << text;
   const std::string loops = text.substr(loop, end - loop);
-  EXPECT_EQ(count(loops, "memref.alloc"), 0u) << text;
-  EXPECT_EQ(count(loops, "memref.copy") + count(loops, "linalg.copy"), 0u) << text;
-  EXPECT_EQ(count(loops, "memref.store"), 1u) << text;
-  EXPECT_LE(count(text, "memref.alloc"), 1u) << text;
+  EXPECT_EQ(count_of(loops, "memref.alloc"), 0u) << text;
+  EXPECT_EQ(count_of(loops, "memref.copy") + count_of(loops, "linalg.copy"), 0u) << text;
+  EXPECT_EQ(count_of(loops, "memref.store"), 1u) << text;
+  EXPECT_LE(count_of(text, "memref.alloc"), 1u) << text;
   std::filesystem::remove_all(dir);
 }
 

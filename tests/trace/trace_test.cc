@@ -18,11 +18,7 @@ Result<TracedModule> trace_fn(std::vector<Shape> inputs, const CompilationContex
   return trace(TraceOptions{}, inputs, names, n_model, body);
 }
 
-size_t count_of(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
-  return n;
-}
+using testing::count_of;
 
 TEST(Trace, GoldenMatmulBiasRelu) {
   auto m = trace_fn({f32({4, 8}), f32({8, 16}), f32({16})}, [](std::span<const Tensor> in) {

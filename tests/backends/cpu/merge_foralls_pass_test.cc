@@ -17,6 +17,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 #include "radix/backends/cpu/cpu_passes.h"
+#include "test_util.h"
 
 namespace radix {
 namespace {
@@ -60,33 +61,29 @@ std::string run_pass(const std::string& source, int threads) {
   return out;
 }
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using testing::count_of;
 
 TEST(MergeForallsPass, EachThreadRunsItsShareOfBothLoops) {
   const std::string ir = run_pass(two_loops("%x"), 2);
-  EXPECT_EQ(count(ir, "scf.forall"), 1u) << ir;
+  EXPECT_EQ(count_of(ir, "scf.forall"), 1u) << ir;
   // One iteration per thread, each a loop over its share of A's 2 tiles and
   // one over its share of B's 1000 ([t n / 2, (t + 1) n / 2)).
   EXPECT_TRUE(std::regex_search(ir, std::regex(R"(scf.forall \(%\w+\) in \(2\))"))) << ir;
-  EXPECT_EQ(count(ir, "scf.for "), 2u) << ir;
+  EXPECT_EQ(count_of(ir, "scf.for "), 2u) << ir;
   EXPECT_NE(ir.find("arith.constant 1000 : index"), std::string::npos) << ir;
   EXPECT_NE(ir.find("arith.divui"), std::string::npos) << ir;
-  EXPECT_EQ(count(ir, "memref.store"), 2u) << ir;
+  EXPECT_EQ(count_of(ir, "memref.store"), 2u) << ir;
 }
 
 TEST(MergeForallsPass, LoopReadingTheOthersOutputStaysApart) {
   const std::string ir = run_pass(two_loops("%y"), 2);
-  EXPECT_EQ(count(ir, "scf.forall"), 2u) << ir;
-  EXPECT_EQ(count(ir, "scf.for "), 0u) << ir;
+  EXPECT_EQ(count_of(ir, "scf.forall"), 2u) << ir;
+  EXPECT_EQ(count_of(ir, "scf.for "), 0u) << ir;
 }
 
 TEST(MergeForallsPass, OneThreadLeavesTheLoops) {
   const std::string ir = run_pass(two_loops("%x"), 1);
-  EXPECT_EQ(count(ir, "scf.forall"), 2u) << ir;
+  EXPECT_EQ(count_of(ir, "scf.forall"), 2u) << ir;
 }
 
 }  // namespace

@@ -25,11 +25,7 @@ using testing::kIsas;
 using testing::must;
 namespace fs = std::filesystem;
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using testing::count_of;
 
 // y[n] = sum_k x[k] * w[n, k], in double.
 std::vector<double> matvec(const std::vector<float>& x, const std::vector<float>& w, int64_t n, int64_t k) {
@@ -89,7 +85,7 @@ TEST(MergeForalls, IndependentProductsShareOneParallelRegion) {
       auto exe = must(compile_fn(cpu(), o, fn, sx, sw[0], sw[1], sw[2]));
       if (run > 0) {
         const std::string ir = testing::stage_dump(dir, "lower.mlir");
-        EXPECT_EQ(count(ir, "omp.parallel"), run == 1 ? 1u : 3u) << ir;
+        EXPECT_EQ(count_of(ir, "omp.parallel"), run == 1 ? 1u : 3u) << ir;
       }
       auto [q, k, v] = must(exe.call(must(cpu().buffer(sx, x)), must(cpu().buffer(sw[0], w[0])),
                                      must(cpu().buffer(sw[1], w[1])), must(cpu().buffer(sw[2], w[2]))));
@@ -132,7 +128,7 @@ TEST(MergeForalls, Bf16ProductsShareOneParallelRegion) {
     const CompileFnOptions o = two_threads(merged == 1, dir);
     auto exe = must(compile_fn(cpu(), o, fn, sx, sw, sw, sw));
     const std::string ir = testing::stage_dump(dir, "lower.mlir");
-    EXPECT_EQ(count(ir, "omp.parallel"), merged ? 1u : 3u) << ir;
+    EXPECT_EQ(count_of(ir, "omp.parallel"), merged ? 1u : 3u) << ir;
     auto [q, k, v] = must(exe.call(must(cpu().buffer(sx, x)), w[0], w[1], w[2]));
     outs[merged] = {must(q.to_host<float>()), must(k.to_host<float>()), must(v.to_host<float>())};
     fs::remove_all(dir);
@@ -165,7 +161,7 @@ TEST(MergeForalls, QuantizedProductsMatchUnmerged) {
     const CompileFnOptions o = two_threads(merged == 1, dir);
     const Shape vs = q[0].values_shape, ss = q[0].scales_shape;
     auto exe = must(compile_fn(cpu(), o, fn, sx, vs, ss, vs, ss, vs, ss));
-    regions[merged] = count(testing::stage_dump(dir, "lower.mlir"), "omp.parallel");
+    regions[merged] = count_of(testing::stage_dump(dir, "lower.mlir"), "omp.parallel");
     std::vector<Buffer> args;
     for (const io::QuantizedMatrix& m : q) {
       args.push_back(must(cpu().bytes(m.values_shape, m.values)));
@@ -197,7 +193,7 @@ TEST(MergeForalls, DependentProductsStayApart) {
                              [](Tensor a, Tensor p, Tensor q) { return times_rows(times_rows(a, p), q); }, sx, s1, s2));
   const std::string ir = testing::stage_dump(dir, "lower.mlir");
   fs::remove_all(dir);
-  EXPECT_EQ(count(ir, "omp.parallel"), 2u) << ir;
+  EXPECT_EQ(count_of(ir, "omp.parallel"), 2u) << ir;
   Buffer y = must(exe.call(must(cpu().buffer(sx, x)), must(cpu().buffer(s1, w1)), must(cpu().buffer(s2, w2))));
   const std::vector<double> h = matvec(x, w1, N1, K);
   expect_near(must(y.to_host<float>()), matvec(std::vector<float>(h.begin(), h.end()), w2, N2, N1), 1e-4);

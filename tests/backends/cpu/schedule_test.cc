@@ -202,8 +202,7 @@ TEST(Schedule, PackedMatmulZeroesOutputBlocksInsideTheThreads) {
         // Every part is a parallel loop (B's packing is one more where it
         // is not inside the blocks): 256 rows left a 16-row rest of one
         // block that ran on one thread after the others.
-        int64_t loops = 0;
-        for (size_t at = ir.find("scf.forall"); at != std::string::npos; at = ir.find("scf.forall", at + 1)) ++loops;
+        const int64_t loops = static_cast<int64_t>(testing::count_of(ir, "scf.forall"));
         const bool packs_inside = script.find("xc into %") != std::string::npos;
         EXPECT_EQ(loops, (split ? 2 : 1) + (packs_inside ? 0 : 1)) << ir;
       }

@@ -153,13 +153,14 @@ namespace {
 // streaming-store threshold (0 off x86: the pass emits x86's sfence), @merge@
 // by radix-merge-foralls or nothing.
 std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options, bool partitioned) {
-  std::string p = replace_all(stage.pipeline, "@threads@", std::to_string(resolve_cpu_threads(options.threads)));
+  const std::string threads = std::to_string(resolve_cpu_threads(options.threads));
+  std::string p = replace_all(stage.pipeline, "@threads@", threads);
   static const bool x86 = llvm::Triple(llvm::sys::getProcessTriple()).isX86();
   p = replace_all(std::move(p), "@stream@",
                   std::to_string(x86 ? resolve_streaming_store_bytes(options.streaming_store_bytes) : 0));
   p = replace_all(std::move(p), "@merge@",
                   options.merge_parallel_loops
-                      ? "radix-merge-foralls{threads=" + std::to_string(resolve_cpu_threads(options.threads)) + "},"
+                      ? "radix-merge-foralls{threads=" + threads + "},"
                       : std::string());
   return replace_all(std::move(p), "@mpi@", partitioned ? "convert-to-llvm{filter-dialects=mpi}," : "");
 }

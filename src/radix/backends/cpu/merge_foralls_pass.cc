@@ -189,10 +189,10 @@ void inline_small_scopes(mlir::FunctionOpInterface fn) {
       bytes += t.getNumElements() * static_cast<int64_t>((t.getElementTypeBitWidth() + 7) / 8);
     });
     if (!ok || bytes > kMaxLiftedStackBytes || lifted + bytes > kMaxLiftedStackBytesPerFunction) continue;
-    lifted += bytes;
     mlir::Block& body = scope.getBodyRegion().front();
     mlir::Operation* ret = body.getTerminator();
     if (!llvm::isa<mlir::memref::AllocaScopeReturnOp>(ret) || ret->getNumOperands() != 0) continue;
+    lifted += bytes;
     ret->erase();
     scope->getBlock()->getOperations().splice(scope->getIterator(), body.getOperations());
     scope->erase();
@@ -239,9 +239,8 @@ mlir::scf::ForallOp merge(mlir::scf::ForallOp a, int64_t na, mlir::scf::ForallOp
 }
 
 // Merges the loops of one block, each with the next mergeable one it can
-// reach; returns how many merges.
-int merge_block(mlir::Block& block, int64_t threads) {
-  int merges = 0;
+// reach.
+void merge_block(mlir::Block& block, int64_t threads) {
   mlir::scf::ForallOp a;
   int64_t na = 0;
   std::vector<Access> a_access;
@@ -264,7 +263,6 @@ int merge_block(mlir::Block& block, int64_t threads) {
         mlir::scf::ForallOp m = merge(a, na, f, *tiles, threads);
         for (auto it = deferred.rbegin(); it != deferred.rend(); ++it) (*it)->moveAfter(m);
         deferred.clear();
-        ++merges;
         a = m;
         na = threads;
         a_access.insert(a_access.end(), acc->begin(), acc->end());
@@ -289,7 +287,6 @@ int merge_block(mlir::Block& block, int64_t threads) {
       a_access = std::move(*acc);
     }
   }
-  return merges;
 }
 
 struct MergeForallsPass : public mlir::PassWrapper<MergeForallsPass, mlir::OperationPass<mlir::ModuleOp>> {
