@@ -161,10 +161,10 @@ class CpuBackend : public Backend {
 
   std::string codegen_fingerprint(const CompileOptions& options) const override {
     const CodegenOptions& cg = options.codegen;
-    VectorIsa isa = cg.cpu.schedule_isa, host = host_vector_isa();
-    if (!isa.f32_lanes) isa.f32_lanes = host.f32_lanes;
-    if (!isa.registers) isa.registers = host.registers;
     auto target = resolve_target_cpu(cg.target_cpu);
+    VectorIsa isa = cg.cpu.schedule_isa, target_isa = target_vector_isa(target.ok() ? target.value() : "");
+    if (!isa.f32_lanes) isa.f32_lanes = target_isa.f32_lanes;
+    if (!isa.registers) isa.registers = target_isa.registers;
     std::string s = "target=" + (target.ok() ? target.value() : cg.target_cpu);
     s += ";opt=" + std::to_string(cg.opt_level) + ";vectorize=" + std::to_string(cg.cpu.vectorize) +
          ";approx=" + std::to_string(cg.cpu.approximate_math) + ";isa=" + std::to_string(isa.f32_lanes) + "x" +

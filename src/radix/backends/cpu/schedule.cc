@@ -574,12 +574,7 @@ std::string ScheduleSummary::to_string() const {
 }
 
 VectorIsa host_vector_isa() {
-  static const VectorIsa isa = [] {
-    llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
-    if (f.lookup("avx512f")) return VectorIsa{16, 32};
-    if (f.lookup("avx2") || f.lookup("avx")) return VectorIsa{8, 16};
-    return VectorIsa{4, 16};
-  }();
+  static const VectorIsa isa = target_vector_isa("");
   return isa;
 }
 
@@ -590,40 +585,61 @@ VectorIsa host_vector_isa() {
 // widened into FMAs instead). AMD's Zen 4 and 5 run it on their FMA pipes.
 static bool fast_bf16_dot(std::string_view cpu) { return cpu.substr(0, 5) == "znver"; }
 
+namespace {
+// The CPU and features of resolve_target_cpu's "cpu +feature,-feature,..."
+// (empty: the host's).
+class TargetFeatures {
+ public:
+  explicit TargetFeatures(std::string_view target_features) {
+    if (target_features.empty()) {
+      cpu_ = llvm::sys::getHostCPUName().str();
+      for (const auto& kv : llvm::sys::getHostCPUFeatures())
+        if (kv.getValue()) list_ += "+" + kv.getKey().str() + ",";
+      return;
+    }
+    const size_t space = target_features.find(' ');
+    cpu_ = std::string(target_features.substr(0, space));
+    if (space != std::string_view::npos) list_ += target_features.substr(space + 1);
+    list_ += ",";
+    if (list_ == ",,") {
+      // A named CPU (CompileOptions.codegen.target_cpu) comes without its
+      // features: the ones the name implies.
+      llvm::SmallVector<llvm::StringRef> implied;
+      llvm::X86::getFeaturesForCPU(cpu_, implied, /*NeedPlus=*/true);
+      for (llvm::StringRef f : implied) list_ += f.str() + ",";
+    }
+  }
+  bool has(const char* f) const { return list_.find(std::string(",+") + f + ",") != std::string::npos; }
+  const std::string& cpu() const { return cpu_; }
+
+ private:
+  std::string cpu_;
+  std::string list_ = ",";
+};
+}  // namespace
+
+VectorIsa target_vector_isa(std::string_view target_features) {
+  const TargetFeatures t(target_features);
+  if (t.has("avx512f")) return VectorIsa{16, 32};
+  if (t.has("avx2") || t.has("avx")) return VectorIsa{8, 16};
+  return VectorIsa{4, 16};
+}
+
 Int8Target int8_target(std::string_view target_features) {
-  if (target_features.empty()) {
-    llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
-    return Int8Target{
-        .avx2 = f.lookup("avx2"),
-        .vnni = f.lookup("avxvnni") || (f.lookup("avx512vnni") && f.lookup("avx512vl")),
-        .bf16 = f.lookup("avx512bf16") && f.lookup("avx512f") && fast_bf16_dot(llvm::sys::getHostCPUName()),
-        .vnni512 = f.lookup("avx512vnni") && f.lookup("avx512bw") && f.lookup("avx512f")};
-  }
-  const size_t space = target_features.find(' ');
-  std::string s = ",";  // appended, not "," + std::string(...): GCC 12's -Wrestrict false positive
-  s += target_features.substr(space == std::string_view::npos ? target_features.size() : space + 1);
-  s += ",";
-  if (s == ",,") {
-    // A named CPU (CompileOptions.codegen.target_cpu) comes without its
-    // features: the ones the name implies.
-    llvm::SmallVector<llvm::StringRef> implied;
-    llvm::X86::getFeaturesForCPU(target_features.substr(0, space), implied, /*NeedPlus=*/true);
-    for (llvm::StringRef f : implied) s += f.str() + ",";
-  }
-  auto has = [&](const char* f) { return s.find(std::string(",+") + f + ",") != std::string::npos; };
-  return Int8Target{.avx2 = has("avx2"),
-                    .vnni = has("avxvnni") || (has("avx512vnni") && has("avx512vl")),
-                    .bf16 = has("avx512bf16") && has("avx512f") && fast_bf16_dot(target_features.substr(0, space)),
-                    .vnni512 = has("avx512vnni") && has("avx512bw") && has("avx512f")};
+  const TargetFeatures t(target_features);
+  return Int8Target{.avx2 = t.has("avx2"),
+                    .vnni = t.has("avxvnni") || (t.has("avx512vnni") && t.has("avx512vl")),
+                    .bf16 = t.has("avx512bf16") && t.has("avx512f") && fast_bf16_dot(t.cpu()),
+                    .vnni512 = t.has("avx512vnni") && t.has("avx512bw") && t.has("avx512f")};
 }
 
 std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested, int threads,
-                               ScheduleSummary* summary, const Int8Target& host_int8) {
+                               ScheduleSummary* summary, const Int8Target& host_int8, const VectorIsa& target) {
   ScheduleSummary sum;
   std::ostringstream body;
   int sid = 0;
   mlir::OpBuilder b(module.getContext());
-  VectorIsa isa = host_vector_isa();
+  VectorIsa isa = target.f32_lanes > 0 ? target : host_vector_isa();
   if (requested.f32_lanes > 0) isa.f32_lanes = requested.f32_lanes;
   if (requested.registers > 0) isa.registers = requested.registers;
   // The integer kernels' 512-bit form goes with a 16-lane schedule: a

@@ -51,10 +51,14 @@ struct ScheduleSummary {
 
 // The host CPU's vector ISA (detected once).
 VectorIsa host_vector_isa();
+// The vector ISA of resolve_target_cpu's "cpu +feature,-feature,..." (empty:
+// the host's): a schedule for CompileOptions.codegen.target_cpu = "znver3"
+// tiles for AVX2's 16 registers even on an AVX-512 host.
+VectorIsa target_vector_isa(std::string_view target_features);
 
 // Marks schedulable ops in @main with radix.sid attributes and returns the
 // transform script (empty when nothing is to be scheduled). Zero fields of
-// `isa` are taken from the host. With threads > 1, the outer tiles of large
+// `isa` are taken from `target` (the target CPU's ISA; zero: the host's). With threads > 1, the outer tiles of large
 // ops (output blocks of matmuls, rows / chunks of elementwise ops and
 // reductions; never a reduction axis) become scf.forall loops, which the
 // "lower" stage turns into OpenMP parallel loops.
@@ -74,7 +78,7 @@ struct Int8Target {
 // From resolve_target_cpu's "cpu +feature,-feature,..." (empty: the host).
 Int8Target int8_target(std::string_view target_features);
 std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int threads, ScheduleSummary* summary,
-                               const Int8Target& int8 = {});
+                               const Int8Target& int8 = {}, const VectorIsa& target = {});
 
 // Parses and applies a transform script to the module, then strips the marks.
 Status apply_schedule(mlir::ModuleOp module, const std::string& script);
