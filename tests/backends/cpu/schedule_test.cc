@@ -122,6 +122,27 @@ TEST(Schedule, PackedMatmulBlocksForThreadsAreWholeRegisterTiles) {
       }
 }
 
+// Several row blocks: column blocks are the outer loop (one thread: the
+// block loops interchanged; threads: a forall over column blocks, each
+// thread running all row blocks of its own), so a column block's packed B
+// is re-read from cache by the row blocks after the first. Rows no block
+// size divides (520: AVX2's 6-row blocks plus a 4-row rest part), two
+// column blocks, K = 264; 1, 2 and 3 threads (3 does not divide the two
+// column blocks: the forall over output blocks), every ISA, against the
+// naive loop.
+TEST(Schedule, PackedMatmulRunsColumnBlocksOutermost) {
+  for (const IsaCase& c : kIsas)
+    for (int t : {1, 2, 3}) {
+      auto [script, ir] = check(c, 520, 264, 512, t);
+      const std::string what = std::string(c.name) + " on " + std::to_string(t);
+      EXPECT_NE(script.find("transform.structured.pack"), std::string::npos) << what;
+      const std::regex by_columns(R"(tile_using_forall %\w+ tile_sizes \[0, )" + std::to_string(256 / (2 * c.isa.f32_lanes)) +
+                                  R"(, 0, 0\])");
+      if (t == 1) EXPECT_NE(script.find("interchange = [1, 0, 2, 3]"), std::string::npos) << what << "\n" << script;
+      EXPECT_EQ(std::regex_search(script, by_columns), t == 2) << what << "\n" << script;
+    }
+}
+
 // All rows in one block on threads: the forall runs over column tiles only,
 // at least 4 per thread (of one or two panels here), each packing its own
 // panels of B (the pack fused into the forall, not a parallel region of

@@ -39,13 +39,14 @@ std::string tile_list(const std::vector<int64_t>& t) {
 }
 
 void emit_tile(std::ostringstream& os, const std::string& in, const std::string& out,
-               const std::vector<int64_t>& sizes) {
+               const std::vector<int64_t>& sizes, const std::vector<int64_t>& interchange) {
   int loops = 0;
   for (int64_t s : sizes) loops += s != 0;
   os << "    %" << out;
   for (int i = 0; i < loops; ++i) os << ", %" << out << "_l" << i;
-  os << " = transform.structured.tile_using_for %" << in << " tile_sizes " << tile_list(sizes)
-     << " : (!transform.any_op) -> (!transform.any_op";
+  os << " = transform.structured.tile_using_for %" << in << " tile_sizes " << tile_list(sizes);
+  if (!interchange.empty()) os << " interchange = " << tile_list(interchange);
+  os << " : (!transform.any_op) -> (!transform.any_op";
   for (int i = 0; i < loops; ++i) os << ", !transform.any_op";
   os << ")\n";
 }
