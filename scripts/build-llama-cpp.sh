@@ -12,7 +12,10 @@
 #   build/          CMake + Ninja (Release)  VERSION what was built (npm version, commit, tag)
 # Each step is skipped when its output is already there; delete a folder to redo it.
 # Variables: RADIX_LLAMA_CPP_JOBS (default 2), RADIX_LLAMA_CPP_NPM_VERSION (default: the
-# latest node-llama-cpp; e.g. 3.22.1, the version this was written against).
+# latest node-llama-cpp; e.g. 3.22.1, the version this was written against),
+# RADIX_LLAMA_CPP_ISA: native (default: GGML_NATIVE, this CPU's instructions, in build/) or
+# avx2 (ggml's x86 defaults without GGML_NATIVE: SSE4.2, AVX, AVX2, FMA, F16C, BMI2 and no
+# AVX-512, in build-avx2/): the peer of `radix bench --target-cpu znver3` on an AVX-512 host.
 set -euo pipefail
 
 dir="${RADIX_LLAMA_CPP_DIR:-$HOME/.cache/radix/llama.cpp}"
@@ -44,15 +47,20 @@ fi
 
 # 3. llama-bench only: no tests, examples, server, app, curl / OpenSSL; static
 #    libraries, so the binary runs from anywhere.
-if [[ ! -f build/build.ninja ]]; then
-  say "configuring $dir/build"
-  cmake -S src -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
+case "${RADIX_LLAMA_CPP_ISA:-native}" in
+  native) build=build; native=ON ;;
+  avx2) build=build-avx2; native=OFF ;;
+  *) say "RADIX_LLAMA_CPP_ISA must be native or avx2, got '$RADIX_LLAMA_CPP_ISA'"; exit 1 ;;
+esac
+if [[ ! -f $build/build.ninja ]]; then
+  say "configuring $dir/$build"
+  cmake -S src -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=$native -DLLAMA_CURL=OFF \
     -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
     -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON -DBUILD_SHARED_LIBS=OFF -Wno-dev >&2
 fi
-ninja -C build -j"$jobs" llama-bench >&2   # a no-op when up to date
+ninja -C $build -j"$jobs" llama-bench >&2   # a no-op when up to date
 
-bin="$dir/build/bin/llama-bench"
+bin="$dir/$build/bin/llama-bench"
 [[ -x "$bin" ]] || { say "no $bin after the build"; exit 1; }
 
 # What was built: the npm package's version, the tag node-llama-cpp records for

@@ -4,6 +4,8 @@
 #include "tools/bench_command.h"
 
 #include "radix/backends/cpu/cpu_options.h"
+#include "radix/backends/cpu/object_jit.h"
+#include "radix/backends/cpu/schedule.h"
 #include "radix/runtime/platform.h"
 
 #include <cblas.h>
@@ -115,7 +117,15 @@ const char* kBenchUsage =
     "                        stories15M: ~60 MiB per file (safetensors ~95: it keeps the tied\n"
     "                        classifier's copy; bf16 GGUF ~30, q8_0 ~16, q4_0 ~9), stories110M\n"
     "                        ~420 MiB (~510; ~210, ~112, ~60)\n"
-    "  --openblas-core NAME  OpenBLAS kernel to run (OPENBLAS_CORETYPE; default SkylakeX on\n"
+    "  --target-cpu NAME     the CPU Radix compiles for (CompileOptions::codegen.target_cpu; default\n"
+    "                        host): an LLVM CPU name whose instructions this host runs. One without\n"
+    "                        AVX-512 (znver3, haswell, x86-64-v3) on an AVX-512 host measures the\n"
+    "                        AVX2 schedule against AVX2 peers: OpenBLAS's Haswell kernel (unless\n"
+    "                        --openblas-core) and oneDNN held to AVX2 (DNNL_MAX_CPU_ISA=AVX2); the\n"
+    "                        C++ loops, memcpy and llama.cpp run as built (RADIX_LLAMA_CPP_ISA=avx2\n"
+    "                        scripts/build-llama-cpp.sh builds an AVX2 llama-bench: pass it with\n"
+    "                        --llama-bench). The caches and clock stay the host's: a proxy\n"
+  "  --openblas-core NAME  OpenBLAS kernel to run (OPENBLAS_CORETYPE; default SkylakeX on\n"
     "                        AVX-512 hosts, OpenBLAS's own choice elsewhere). OpenBLAS reads it\n"
     "                        when it loads, so radix bench re-executes itself once to apply it\n"
     "                        (also setting OPENBLAS_THREAD_TIMEOUT=22 unless it is set: OpenBLAS's\n"
@@ -469,9 +479,12 @@ std::string isa_name(const CpuInfo& c) {
 
 // The OpenBLAS kernel to ask for: --openblas-core, else SkylakeX on an
 // AVX-512 host (0.3.21's DYNAMIC_ARCH picks Prescott or Haswell on some of
-// them), else none (OpenBLAS's own choice is right on AVX2 hosts).
-std::string wanted_openblas_core(const std::string& flag, const CpuInfo& cpu) {
+// them) unless Radix compiles for a CPU without AVX-512 (--target-cpu):
+// then Haswell, OpenBLAS's AVX2 kernel (its Zen cores run it too); else
+// none (OpenBLAS's own choice is right on AVX2 hosts).
+std::string wanted_openblas_core(const std::string& flag, const CpuInfo& cpu, bool avx512_target) {
   if (!flag.empty()) return flag;
+  if (!avx512_target) return cpu.has("avx512f") ? "Haswell" : "";
   return cpu.has("avx512f") ? "SkylakeX" : "";
 }
 
@@ -629,6 +642,13 @@ bool parse(int argc, char** argv, Parsed* p, std::string* err) {
         return false;
       }
       p->opts.llama_bench = v;
+    } else if (f == "--target-cpu") {
+      if (!value("an LLVM CPU name (e.g. znver3)")) return false;
+      if (!*v) {
+        *err = "--target-cpu needs a non-empty CPU name";
+        return false;
+      }
+      p->opts.target_cpu = v;
     } else if (f == "--openblas-core") {
       if (!value("an OpenBLAS core name (e.g. SkylakeX, Haswell)")) return false;
       if (!*v) {
@@ -689,7 +709,27 @@ int run_bench(int argc, char** argv) {
   }
 
   const CpuInfo cpu = read_cpuinfo();
-  const std::string core = wanted_openblas_core(p.openblas_core, cpu);
+  // --target-cpu: a CPU this host can run code for, and its schedule's ISA.
+  VectorIsa target_isa = host_vector_isa();
+  if (o.target_cpu != "host") {
+    const Result<std::string> target = resolve_target_cpu(o.target_cpu);
+    if (!target.ok()) {
+      std::fprintf(stderr, "radix bench: --target-cpu: %s\n", target.status().message().c_str());
+      return 2;
+    }
+    if (const std::vector<std::string> missing = features_missing_on_host(*target); !missing.empty()) {
+      std::string list;
+      for (const std::string& f : missing) list += (list.empty() ? "" : ", ") + f;
+      std::fprintf(stderr, "radix bench: --target-cpu %s: this host lacks its %s: its code would stop on an "
+                           "illegal instruction here\n", o.target_cpu.c_str(), list.c_str());
+      return 2;
+    }
+    target_isa = target_vector_isa(*target);
+  }
+  const bool avx512_target = target_isa.f32_lanes >= 16;
+  // oneDNN reads it at its first call (none yet): its kernels as narrow as Radix's.
+  if (!avx512_target && cpu.has("avx512f")) setenv("DNNL_MAX_CPU_ISA", "AVX2", /*overwrite=*/0);
+  const std::string core = wanted_openblas_core(p.openblas_core, cpu, avx512_target);
   reexec_for_openblas(core);  // returns only when nothing needs to change (or exec failed)
 
   // Executable::call allocates its outputs per call: keep large blocks on the
@@ -708,6 +748,12 @@ int run_bench(int argc, char** argv) {
   std::printf("- CPU: %s; ISA: %s; %d core%s available to this process (%ld online)", cpu.model.c_str(),
               isa_name(cpu).c_str(), o.cores, o.cores == 1 ? "" : "s", sysconf(_SC_NPROCESSORS_ONLN));
   if (o.l3_bytes > 0) std::printf("; last-level cache %lld MiB", static_cast<long long>(o.l3_bytes >> 20));
+  if (o.target_cpu != "host")
+    std::printf("\n- Radix compiled for %s (--target-cpu: its schedule takes %d f32 lanes x %d registers)%s",
+                o.target_cpu.c_str(), target_isa.f32_lanes, target_isa.registers,
+                std::getenv("DNNL_MAX_CPU_ISA") ? (std::string("; oneDNN held to DNNL_MAX_CPU_ISA=") +
+                                                   std::getenv("DNNL_MAX_CPU_ISA")).c_str()
+                                                : "");
   std::printf("\n- OpenBLAS: %s kernel (%s); OPENBLAS_CORETYPE=%s, OPENBLAS_THREAD_TIMEOUT=%s%s\n", corename,
               openblas_get_config(), coretype ? coretype : "(unset)", timeout ? timeout : "(unset)",
               std::getenv("RADIX_BENCH_REEXEC") ? " (set by radix bench, which re-executed itself)" : "");
@@ -737,7 +783,7 @@ int run_bench(int argc, char** argv) {
       }
     }
   }
-  if (cpu.has("avx512f") && !avx512_openblas_core(corename))
+  if (cpu.has("avx512f") && avx512_target && !avx512_openblas_core(corename))
     std::printf("WARNING: OpenBLAS runs its %s kernel on an AVX-512 host (SkylakeX is its fast sgemm here): "
                 "OpenBLAS figures are below its best\n", corename);
   if (!core.empty() && strcasecmp(corename, core.c_str()) != 0)

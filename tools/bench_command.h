@@ -37,6 +37,10 @@ struct BenchOptions {
   // llama.cpp's llama-bench, the LLM rows' llama.cpp peer: --llama-bench, else
   // default_llama_bench_path() when that file exists; empty: no llama.cpp columns.
   std::string llama_bench;
+  // The CPU Radix compiles for (CompileOptions::codegen.target_cpu; --target-cpu):
+  // "host", or an LLVM CPU name whose instructions this host runs ("znver3":
+  // the AVX2 schedule, measured on an AVX-512 host against AVX2 peers).
+  std::string target_cpu = "host";
   // Facts about the host, filled in by run_bench.
   int cores = 1;             // cores this process may run on (sched_getaffinity)
   int64_t l3_bytes = 0;      // last-level cache size (0: unknown): rows note data that fits in it

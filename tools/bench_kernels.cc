@@ -62,11 +62,13 @@ Buffer unwrap(Result<Buffer> r, const std::string& what) {
   return std::move(r).value();
 }
 
-// compile_fn with CompileOptions::codegen.cpu.threads = threads.
+// compile_fn with CompileOptions::codegen.cpu.threads = threads, for the CPU
+// `o.target_cpu` names.
 template <class Fn, class... S>
-auto compile_radix(const std::string& what, int threads, Fn fn, const S&... shapes) {
+auto compile_radix(const std::string& what, const BenchOptions& o, int threads, Fn fn, const S&... shapes) {
   CompileFnOptions opts;
   opts.compile.codegen.cpu.threads = threads;
+  opts.compile.codegen.target_cpu = o.target_cpu;
   auto r = compile_fn(platform(), opts, fn, shapes...);
   if (!r.ok()) throw std::runtime_error(what + ": compile failed: " + r.status().to_string());
   using E = std::remove_cvref_t<decltype(r.value())>;
@@ -296,11 +298,11 @@ void gemm_case(const GemmSpec& g, const BenchOptions& o, BenchTable& table) {
   }
 
   auto radix_fn = [&](int t) {
-    if (!g.b_transposed) return compile_radix(g.name, t, [](Tensor x, Tensor y) { return matmul(x, y); }, sa, sb);
+    if (!g.b_transposed) return compile_radix(g.name, o, t, [](Tensor x, Tensor y) { return matmul(x, y); }, sa, sb);
     if (batched)
-      return compile_radix(g.name, t, [](Tensor q, Tensor k) { return dot_general(q, k, DotDims{{0}, {0}, {2}, {2}}); },
+      return compile_radix(g.name, o, t, [](Tensor q, Tensor k) { return dot_general(q, k, DotDims{{0}, {0}, {2}, {2}}); },
                            sa, sb);
-    return compile_radix(g.name, t, [](Tensor x, Tensor w) { return dot_general(x, w, DotDims{{}, {}, {1}, {1}}); },
+    return compile_radix(g.name, o, t, [](Tensor x, Tensor w) { return dot_general(x, w, DotDims{{}, {}, {1}, {1}}); },
                          sa, sb);
   };
 
@@ -415,15 +417,15 @@ void quant_matvec_case(const std::string& name, QuantFormat f, int64_t n, int64_
   sgemv_of(x_q.data(), ref_q.data());
   const double weights = static_cast<double>(n * k) / 1e9;  // G weights per call
   for (int t : o.threads) {
-    auto exe_q = compile_radix(name, t, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); }, sx,
+    auto exe_q = compile_radix(name, o, t, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); }, sx,
                                q.values_shape, q.scales_shape);
     auto exe_x = compile_radix(
-        name + " (f32 x)", t,
+        name + " (f32 x)", o, t,
         [](Tensor a, Tensor v, Tensor s) {
           return quantized_matmul(a, v, s, QuantizedMatmulOptions{QuantizedActivations::kF32});
         },
         sx, q.values_shape, q.scales_shape);
-    auto exe_f = compile_radix(name + " (f32)", t,
+    auto exe_f = compile_radix(name + " (f32)", o, t,
                                [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, sx, sw);
     std::vector<std::pair<std::string, double>> errs;
     {
@@ -544,7 +546,7 @@ void elementwise_case(const std::string& name, int64_t n, const BenchOptions& o,
   const StreamSpec spec{name, 4.0 * static_cast<double>(count) * sizeof(float), 1e-6, 1.0,
                         "max |x-ref|/max(|ref|,1)"};
   for (int t : o.threads) {
-    auto exe = compile_radix(name, t, [](Tensor x, Tensor y, Tensor z) { return relu(x * y + z) * 0.5 - x; }, shape,
+    auto exe = compile_radix(name, o, t, [](Tensor x, Tensor y, Tensor z) { return relu(x * y + z) * 0.5 - x; }, shape,
                              shape, shape);
     Pool pool(t);
     StreamImpl impl{
@@ -579,7 +581,7 @@ void softmax_case(const std::string& name, int64_t rows, int64_t cols, const Ben
   // default f32 exp is a polynomial within 5 ulp.
   const StreamSpec spec{name, 2.0 * static_cast<double>(count) * sizeof(float), 1e-5, 1e-30, "max |x-ref|/|ref|"};
   for (int t : o.threads) {
-    auto exe = compile_radix(name, t, [](Tensor v) { return softmax(v, "c"); }, shape);
+    auto exe = compile_radix(name, o, t, [](Tensor v) { return softmax(v, "c"); }, shape);
     Pool pool(t);
     StreamImpl impl{
         [&] { return unwrap(exe->call(X), name + ": radix call"); },
@@ -612,7 +614,7 @@ void rmsnorm_case(const std::string& name, int64_t rows, int64_t cols, const Ben
   const StreamSpec spec{name, 2.0 * static_cast<double>(count) * sizeof(float), 1e-5, 1.0,
                         "max |x-ref|/max(|ref|,1)"};
   for (int t : o.threads) {
-    auto exe = compile_radix(name, t, [](Tensor v, Tensor g) { return nn::rms_norm(v, g, -1, 1e-6); }, xs, ws);
+    auto exe = compile_radix(name, o, t, [](Tensor v, Tensor g) { return nn::rms_norm(v, g, -1, 1e-6); }, xs, ws);
     Pool pool(t);
     StreamImpl impl{
         [&] { return unwrap(exe->call(X, W), name + ": radix call"); },
@@ -635,7 +637,7 @@ void rmsnorm_case(const std::string& name, int64_t rows, int64_t cols, const Ben
 void empty_call_case(const std::string& name, const BenchOptions& o, BenchTable& table) {
   const Shape s(DType::kF32, {1});
   const Buffer x = unwrap(platform().buffer(s, std::vector<float>{1.f}), name + ": input");
-  auto exe = compile_radix(name, 1, [](Tensor a) { return a + 1.0; }, s);
+  auto exe = compile_radix(name, o, 1, [](Tensor a) { return a + 1.0; }, s);
   const Buffer y = unwrap(exe->call(x), name + ": radix call");
   Result<std::vector<float>> host = y.to_host<float>();
   if (!host.ok()) throw std::runtime_error(name + ": " + host.status().to_string());
@@ -669,8 +671,8 @@ void empty_custom_call_case(const std::string& name, const BenchOptions& o, Benc
   if (!registered) throw std::runtime_error(name + ": cannot register the handler");
   const Shape s(DType::kF32, {1});
   const Buffer x = unwrap(platform().buffer(s, std::vector<float>{1.f}), name + ": input");
-  auto with_ffi = compile_radix(name, 1, [](Tensor a) { return custom_call("bench.copy1", {a}, {a.shape()})[0]; }, s);
-  auto plain = compile_radix(name + " (plain)", 1, [](Tensor a) { return a + 1.0; }, s);
+  auto with_ffi = compile_radix(name, o, 1, [](Tensor a) { return custom_call("bench.copy1", {a}, {a.shape()})[0]; }, s);
+  auto plain = compile_radix(name + " (plain)", o, 1, [](Tensor a) { return a + 1.0; }, s);
   const Buffer y = unwrap(with_ffi->call(x), name + ": radix call");
   Result<std::vector<float>> host = y.to_host<float>();
   if (!host.ok()) throw std::runtime_error(name + ": " + host.status().to_string());

@@ -465,6 +465,7 @@ void llm_case(const LlmModel& m, const io::WeightStore& store, const WeightKind&
   models::LlamaGenerator::Options go;
   go.name = m.name;
   go.compile.codegen.cpu.threads = t;
+  go.compile.codegen.target_cpu = o.target_cpu;
   go.weight_dtype = wk.dtype;
   go.weight_quant = wk.quant;
   go.compile.cache_dir = cache.path();

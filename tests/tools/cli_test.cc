@@ -317,6 +317,31 @@ TEST(CliBench, QuickRunChecksAndPrintsRatios) {
   EXPECT_NE(r.out.find("| rmsnorm"), std::string::npos) << r.out;
 }
 
+// --target-cpu compiles Radix's side for another CPU this host runs: the AVX2
+// schedule (x86-64-v3: AVX2 + FMA) checked and timed against the peers, held
+// to AVX2 on an AVX-512 host. Unknown CPUs, and CPUs with instructions this
+// host lacks, are refused before anything runs.
+TEST(CliBench, TargetCpuCompilesForThatCpu) {
+  CliRun bad = run("bench --quick --filter \"matmul 256\" --target-cpu pentium-9000");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("unknown CPU 'pentium-9000'"), std::string::npos) << bad.out;
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "host without AVX2 + FMA";
+  CliRun r = run("bench --quick --threads 1 --filter \"matmul 256\" --repetitions 1 --target-cpu x86-64-v3");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Radix compiled for x86-64-v3 (--target-cpu: its schedule takes 8 f32 lanes x 16 registers)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| matmul 256^3"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  if (__builtin_cpu_supports("avx512f")) {
+    EXPECT_NE(r.out.find("OpenBLAS: Haswell kernel"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("oneDNN held to DNNL_MAX_CPU_ISA=AVX2"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("WARNING"), std::string::npos) << r.out;
+  }
+#endif
+}
+
 // llama.cpp is an optional peer: the help names the option and the script
 // that builds it. --write-models writes the bf16, Q8_0 and Q4_0 GGUFs (those
 // rows' llama.cpp models) beside the F32 one, each read back by Radix's GGUF

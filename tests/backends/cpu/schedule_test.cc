@@ -605,6 +605,13 @@ TEST(Schedule, TargetCpuSetsTheScheduleIsa) {
   EXPECT_TRUE(eq(target_vector_isa("skylake-avx512"), VectorIsa{16, 32}));
   EXPECT_TRUE(eq(target_vector_isa("znver3 +avx2,+fma,+avx512f"), VectorIsa{16, 32}));  // explicit features win
   EXPECT_TRUE(eq(target_vector_isa(""), host_vector_isa()));
+  // What a target needs that this host lacks: nothing for the host itself
+  // or the baseline x86-64; a made-up feature is named.
+  EXPECT_TRUE(features_missing_on_host("").empty());
+#if defined(__x86_64__)
+  EXPECT_TRUE(features_missing_on_host("x86-64").empty());
+  EXPECT_EQ(features_missing_on_host("x86-64 +sse2,+radix-made-up"), std::vector<std::string>{"radix-made-up"});
+#endif
   // End to end: a packed matmul for the baseline x86-64 CPU (SSE, which every
   // x86-64 host runs) takes panels of 2 x 4 lanes, whatever this host has.
 #if defined(__x86_64__)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -611,6 +612,16 @@ class TargetFeatures {
   }
   bool has(const char* f) const { return list_.find(std::string(",+") + f + ",") != std::string::npos; }
   const std::string& cpu() const { return cpu_; }
+  // The features turned on ("+name"), without the "+".
+  std::vector<std::string> enabled() const {
+    std::vector<std::string> out;
+    for (size_t p = 0; (p = list_.find(",+", p)) != std::string::npos;) {
+      const size_t e = list_.find(',', p + 2);
+      out.push_back(list_.substr(p + 2, e - p - 2));
+      p = e;
+    }
+    return out;
+  }
 
  private:
   std::string cpu_;
@@ -623,6 +634,22 @@ VectorIsa target_vector_isa(std::string_view target_features) {
   if (t.has("avx512f")) return VectorIsa{16, 32};
   if (t.has("avx2") || t.has("avx")) return VectorIsa{8, 16};
   return VectorIsa{4, 16};
+}
+
+std::vector<std::string> features_missing_on_host(std::string_view target_features) {
+  // Instructions compiled code only holds through intrinsics (system ones,
+  // x87, which the host list leaves out): a VM may hide them (this Zen 5
+  // guest: mwaitx, pku, wbnoinvd, rdpru), and Radix's code never uses them.
+  static const std::set<std::string_view> kIntrinsicOnly = {
+      "x87", "mwaitx", "monitor", "pku", "pconfig", "wbnoinvd", "rdpru", "invpcid", "rdpid", "sgx", "shstk", "uintr",
+      "waitpkg", "ptwrite", "clwb", "clflushopt", "clzero", "prefetchi", "movdiri", "movdir64b", "serialize",
+      "tsxldtrk", "hreset", "cldemote", "enqcmd", "kl", "widekl", "lwp", "xsave", "xsaveopt", "xsaves", "xsavec",
+      "fsgsbase", "rdseed", "rdrnd", "rtm", "fxsr"};
+  const TargetFeatures host(""), target(target_features);
+  std::vector<std::string> out;
+  for (const std::string& f : target.enabled())
+    if (!host.has(f.c_str()) && !kIntrinsicOnly.count(f)) out.push_back(f);
+  return out;
 }
 
 Int8Target int8_target(std::string_view target_features) {

@@ -24,6 +24,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "radix/backends/cpu/cpu_options.h"
 #include "radix/core/status.h"
@@ -55,6 +57,9 @@ VectorIsa host_vector_isa();
 // the host's): a schedule for CompileOptions.codegen.target_cpu = "znver3"
 // tiles for AVX2's 16 registers even on an AVX-512 host.
 VectorIsa target_vector_isa(std::string_view target_features);
+// The features of `target_features` (as above) this host lacks: code for
+// that CPU may stop here on an illegal instruction unless it is empty.
+std::vector<std::string> features_missing_on_host(std::string_view target_features);
 
 // Marks schedulable ops in @main with radix.sid attributes and returns the
 // transform script (empty when nothing is to be scheduled). Zero fields of
