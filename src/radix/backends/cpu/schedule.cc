@@ -594,8 +594,14 @@ class TargetFeatures {
   explicit TargetFeatures(std::string_view target_features) {
     if (target_features.empty()) {
       cpu_ = llvm::sys::getHostCPUName().str();
+      // Appended piece by piece, not "+" + name + ",": GCC 12's -Wrestrict
+      // false positive.
       for (const auto& kv : llvm::sys::getHostCPUFeatures())
-        if (kv.getValue()) list_ += "+" + kv.getKey().str() + ",";
+        if (kv.getValue()) {
+          list_ += '+';
+          list_ += kv.getKey().str();
+          list_ += ',';
+        }
       return;
     }
     const size_t space = target_features.find(' ');
