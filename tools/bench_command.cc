@@ -125,7 +125,7 @@ const char* kBenchUsage =
     "                        C++ loops, memcpy and llama.cpp run as built (RADIX_LLAMA_CPP_ISA=avx2\n"
     "                        scripts/build-llama-cpp.sh builds an AVX2 llama-bench: pass it with\n"
     "                        --llama-bench). The caches and clock stay the host's: a proxy\n"
-  "  --openblas-core NAME  OpenBLAS kernel to run (OPENBLAS_CORETYPE; default SkylakeX on\n"
+    "  --openblas-core NAME  OpenBLAS kernel to run (OPENBLAS_CORETYPE; default SkylakeX on\n"
     "                        AVX-512 hosts, OpenBLAS's own choice elsewhere). OpenBLAS reads it\n"
     "                        when it loads, so radix bench re-executes itself once to apply it\n"
     "                        (also setting OPENBLAS_THREAD_TIMEOUT=22 unless it is set: OpenBLAS's\n"
