@@ -24,7 +24,8 @@ constexpr const char* kQuantizedDotAttr = "radix.quantized_dot";
 // laid out [N / panel][K][panel], so the register tile streams B contiguously
 // (unpacked, every K step of a 1024-wide B row is a new 4 KiB page and L1 set).
 // Loop nest over the packed op (m, n-panel, k, n-in-panel):
-//   block-M x kBlockN output blocks, K blocks (L2) — see pack_blocks,
+//   block-M x kBlockN output blocks (column blocks outermost when there are
+//   several row blocks, see emit_packed_matmul), K blocks (L2) — see pack_blocks,
 //   register tiles of reg_m rows x 1 panel, K steps of kRegK (one vector.contract
 //   of reg_m x panel x kRegK, lowered to FMAs as outer products).
 // Block sizes are the largest of each list that divides the dim. AVX-512

@@ -4,9 +4,11 @@
 //
 //  * linalg.matmul, large f32 (M*N*K >= 2^24, dims divisible by the blocks):
 //    B and C packed into column panels of two vector registers ([N/p][K][p]),
-//    64 x 256 output blocks, K blocks of 256, register tiles of 4 (AVX2) or
-//    8 (AVX-512) rows x one panel, K steps of 4, vectorized into
-//    vector.contract and lowered to FMAs as outer products.
+//    output blocks of 96 (6-row tiles) or 64 rows (AVX2) or 256 (AVX-512) x
+//    256 columns, column blocks outermost, K blocks of 256 (AVX2) or 512,
+//    register tiles of 6 / 4 (AVX2) or 8 (AVX-512) rows x one panel, K steps
+//    of 4, vectorized into vector.contract and lowered to FMAs as outer
+//    products (matmul_schedule.cc).
 //  * other matmuls: optional L2 blocking as above without packing, then
 //    tm x tn register tiles sized to the host's vector registers (8 x 32 on
 //    AVX-512, 6/4 x 16 on AVX2) with K steps of 1.
