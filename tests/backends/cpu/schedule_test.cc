@@ -302,6 +302,36 @@ TEST(Schedule, BatchedContractionOnEveryIsa) {
   }
 }
 
+// Batched products whose rows no 6 divides, on 16-register ISAs and one
+// thread: 6-row register tiles over 120 of 128 rows and 4-row tiles over the
+// other 8 (the op split in two); 32-register ISAs and threads keep one op.
+// Every ISA, 1 and 2 threads, against the naive loop.
+TEST(Schedule, BatchedRowsSplitIntoSixRowTiles) {
+  const int64_t Bn = 3, M = 128, K = 64, N = 48;
+  const Shape as(DType::kF32, {Bn, M, K}), bs(DType::kF32, {Bn, K, N});
+  std::vector<float> a = testing::random_vec<float>(size_t(Bn * M * K), -1, 1, 23);
+  std::vector<float> b = testing::random_vec<float>(size_t(Bn * K * N), -1, 1, 24);
+  std::vector<float> want(size_t(Bn * M * N));
+  for (int64_t t = 0; t < Bn; ++t) {
+    auto c = naive_matmul(std::vector<float>(a.begin() + t * M * K, a.begin() + (t + 1) * M * K),
+                          std::vector<float>(b.begin() + t * K * N, b.begin() + (t + 1) * K * N), M, K, N);
+    std::copy(c.begin(), c.end(), want.begin() + t * M * N);
+  }
+  for (const IsaCase& c : kIsas)
+    for (int t : {1, 2}) {
+      SCOPED_TRACE(std::string(c.name) + " on " + std::to_string(t) + " threads");
+      // f32 sums of 64 products of values in [-1, 1] vs a double reference.
+      auto [script, ir] = compile_check_dump(
+          c, t, [](Tensor x, Tensor y) { return dot_general(x, y, DotDims{{0}, {0}, {2}, {1}}); }, "schedule", as, bs,
+          a, b, want, 1e-5, 1e-5);
+      const bool split = c.isa.registers < 32 && t == 1;
+      const std::string tn = std::to_string(2 * c.isa.f32_lanes);
+      EXPECT_EQ(script.find("transform.structured.split") != std::string::npos, split) << script;
+      EXPECT_EQ(script.find("tile_sizes [1, 6, " + tn + ", 0]") != std::string::npos, split) << script;
+      EXPECT_NE(ir.find("vector.fma"), std::string::npos);
+    }
+}
+
 // x · wᵀ with w stored [out, in] (the weight layout of Llama and most
 // checkpoints): read in place through the matmul's B(n, k) map — no transpose
 // in the traced IR — as dot products along K (or the packed schedule when
