@@ -162,9 +162,7 @@ class CpuBackend : public Backend {
   std::string codegen_fingerprint(const CompileOptions& options) const override {
     const CodegenOptions& cg = options.codegen;
     auto target = resolve_target_cpu(cg.target_cpu);
-    VectorIsa isa = cg.cpu.schedule_isa, target_isa = target_vector_isa(target.ok() ? target.value() : "");
-    if (!isa.f32_lanes) isa.f32_lanes = target_isa.f32_lanes;
-    if (!isa.registers) isa.registers = target_isa.registers;
+    const VectorIsa isa = schedule_vector_isa(cg.cpu.schedule_isa, target.ok() ? target.value() : "");
     std::string s = "target=" + (target.ok() ? target.value() : cg.target_cpu);
     s += ";opt=" + std::to_string(cg.opt_level) + ";vectorize=" + std::to_string(cg.cpu.vectorize) +
          ";approx=" + std::to_string(cg.cpu.approximate_math) + ";isa=" + std::to_string(isa.f32_lanes) + "x" +

@@ -283,8 +283,8 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
       if (!options.int8_kernels) int8.avx2 = int8.vnni = false;
       if (!options.bf16_kernels) int8.bf16 = false;
       std::string script =
-          build_cpu_schedule(module, options.schedule_isa, resolve_cpu_threads(options.threads), &sum, int8,
-                             target_vector_isa(target_features));
+          build_cpu_schedule(module, schedule_vector_isa(options.schedule_isa, target_features),
+                             resolve_cpu_threads(options.threads), &sum, int8);
       if (!script.empty()) {
         dumper.dump("schedule-script", "// schedule: " + sum.to_string() + "\n" + script);
         RADIX_RETURN_IF_ERROR(apply_schedule(module, script));

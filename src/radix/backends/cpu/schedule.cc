@@ -666,15 +666,19 @@ Int8Target int8_target(std::string_view target_features) {
                     .vnni512 = t.has("avx512vnni") && t.has("avx512bw") && t.has("avx512f")};
 }
 
-std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& requested, int threads,
-                               ScheduleSummary* summary, const Int8Target& host_int8, const VectorIsa& target) {
+VectorIsa schedule_vector_isa(const VectorIsa& requested, std::string_view target_features) {
+  VectorIsa isa = target_vector_isa(target_features);
+  if (requested.f32_lanes > 0) isa.f32_lanes = requested.f32_lanes;
+  if (requested.registers > 0) isa.registers = requested.registers;
+  return isa;
+}
+
+std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int threads, ScheduleSummary* summary,
+                               const Int8Target& host_int8) {
   ScheduleSummary sum;
   std::ostringstream body;
   int sid = 0;
   mlir::OpBuilder b(module.getContext());
-  VectorIsa isa = target.f32_lanes > 0 ? target : host_vector_isa();
-  if (requested.f32_lanes > 0) isa.f32_lanes = requested.f32_lanes;
-  if (requested.registers > 0) isa.registers = requested.registers;
   // The integer kernels' 512-bit form goes with a 16-lane schedule: a
   // narrower schedule_isa (the tests' AVX2 / SSE tilings on an AVX-512 host)
   // keeps them at 256 bits.

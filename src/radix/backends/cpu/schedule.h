@@ -62,10 +62,14 @@ VectorIsa target_vector_isa(std::string_view target_features);
 // The features of `target_features` (as above) this host lacks: code for
 // that CPU may stop here on an illegal instruction unless it is empty.
 std::vector<std::string> features_missing_on_host(std::string_view target_features);
+// The ISA a schedule is sized for: `requested`'s nonzero fields
+// (CpuOptions::schedule_isa) over the target CPU's (target_vector_isa). The
+// cache key and the schedule both take it from here.
+VectorIsa schedule_vector_isa(const VectorIsa& requested, std::string_view target_features);
 
 // Marks schedulable ops in @main with radix.sid attributes and returns the
-// transform script (empty when nothing is to be scheduled). Zero fields of
-// `isa` are taken from `target` (the target CPU's ISA; zero: the host's). With threads > 1, the outer tiles of large
+// transform script (empty when nothing is to be scheduled), tiled for `isa`
+// (schedule_vector_isa's, all fields set). With threads > 1, the outer tiles of large
 // ops (output blocks of matmuls, rows / chunks of elementwise ops and
 // reductions; never a reduction axis) become scf.forall loops, which the
 // "lower" stage turns into OpenMP parallel loops.
@@ -85,7 +89,7 @@ struct Int8Target {
 // From resolve_target_cpu's "cpu +feature,-feature,..." (empty: the host).
 Int8Target int8_target(std::string_view target_features);
 std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int threads, ScheduleSummary* summary,
-                               const Int8Target& int8 = {}, const VectorIsa& target = {});
+                               const Int8Target& int8 = {});
 
 // Parses and applies a transform script to the module, then strips the marks.
 Status apply_schedule(mlir::ModuleOp module, const std::string& script);

@@ -63,8 +63,9 @@ bool all_static(mlir::linalg::LinalgOp op);
 std::string tile_list(const std::vector<int64_t>& t);
 
 // Emits `tile_using_for` of `in` by `sizes`, naming the tiled op `out` and
-// its loops `out_l0`, `out_l1`, ... (one per nonzero size, outermost first).
-// `interchange` (a permutation of the op's loops, empty: none) orders them.
+// its loops `out_l0`, `out_l1`, ... (one per nonzero size).
+// `interchange` (a permutation of the op's loops, empty: none) orders the
+// loop nest.
 void emit_tile(std::ostringstream& os, const std::string& in, const std::string& out,
                const std::vector<int64_t>& sizes, const std::vector<int64_t>& interchange = {});
 
