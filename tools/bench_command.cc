@@ -484,8 +484,8 @@ std::string isa_name(const CpuInfo& c) {
 // none (OpenBLAS's own choice is right on AVX2 hosts).
 std::string wanted_openblas_core(const std::string& flag, const CpuInfo& cpu, bool avx512_target) {
   if (!flag.empty()) return flag;
-  if (!avx512_target) return cpu.has("avx512f") ? "Haswell" : "";
-  return cpu.has("avx512f") ? "SkylakeX" : "";
+  if (!cpu.has("avx512f")) return "";
+  return avx512_target ? "SkylakeX" : "Haswell";
 }
 
 // OpenBLAS reads OPENBLAS_CORETYPE and OPENBLAS_THREAD_TIMEOUT once, when it
