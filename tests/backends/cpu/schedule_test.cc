@@ -4,6 +4,7 @@
 // shown to really vectorize.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -882,9 +883,9 @@ TEST(Schedule, Bf16WeightPackingTransposesI16Lanes) {
     }
 }
 
-// A single row times short weight rows reads one weight row per tile, two
-// vectors per step: four short row streams side by side read memory slower
-// than one. Short: at most 1.5 KiB on 16-register ISAs (SSE, AVX2), 3 KiB on
+// A single row times short weight rows reads one weight row per tile, a
+// cache line per step (two to four vectors: AVX2's bf16 rows take four):
+// four short row streams side by side read memory slower than one. Short: at most 1.5 KiB on 16-register ISAs (SSE, AVX2), 3 KiB on
 // AVX-512; longer rows take tiles of 4 rows, of 8 on AVX-512 where 8 divide
 // the rows (there 8 streams, each prefetching the next tile's row, kept up
 // with a plain read). Every variant against a double loop.
@@ -921,7 +922,8 @@ TEST(Schedule, ShortWeightRowsTakeOneRowPerTile) {
       const bool one_row = row_bytes <= (isa.isa.registers <= 16 ? 1536 : 3072);
       // The weight reads: [v] of one row, or [tn, v] of tn rows.
       const int64_t tn = isa.isa.registers >= 32 && c.N % 8 == 0 ? 8 : 4;
-      const std::string read = one_row ? "vector<" + std::to_string(2 * lanes) + "x" + et + ">"
+      const int64_t line = c.d == DType::kBF16 ? 32 : 16;  // elements per 64-byte line
+      const std::string read = one_row ? "vector<" + std::to_string(std::clamp(line, 2 * lanes, 4 * lanes)) + "x" + et + ">"
                                        : "vector<" + std::to_string(tn) + "x" + std::to_string(lanes) + "x" + et + ">";
       EXPECT_NE(ir.find("%arg1[%"), std::string::npos) << what;
       EXPECT_NE(ir.find(read), std::string::npos) << what << ": wanted " << read << "\n" << ir;
