@@ -896,6 +896,7 @@ TEST(Schedule, ShortWeightRowsTakeOneRowPerTile) {
   };
   const Case cases[] = {{DType::kF32, 288, 1032},    // 1152-byte rows (stories15M)
                         {DType::kBF16, 768, 1032},   // 1536 bytes (stories110M in bf16)
+                        {DType::kF16, 768, 1032},    // the same in f16
                         {DType::kF32, 768, 1032},    // 3 KiB (stories110M)
                         {DType::kF32, 1024, 136},    // 4 KiB, 17 tiles of 8 rows
                         {DType::kF32, 1024, 132},    // 4 KiB, 33 tiles of 4 rows
@@ -906,8 +907,11 @@ TEST(Schedule, ShortWeightRowsTakeOneRowPerTile) {
       std::vector<float> x = testing::random_vec<float>(size_t(c.K), -1, 1, 81);
       std::vector<float> wf = testing::random_vec<float>(size_t(c.N * c.K), -1, 1, 82);
       std::vector<uint16_t> wb(wf.size());
+      const bool half = c.d == DType::kBF16 || c.d == DType::kF16;
       if (c.d == DType::kBF16)
         for (size_t i = 0; i < wf.size(); ++i) wf[i] = bf16_to_float(wb[i] = float_to_bf16(wf[i]));
+      if (c.d == DType::kF16)
+        for (size_t i = 0; i < wf.size(); ++i) wf[i] = f16_to_float(wb[i] = float_to_f16(wf[i]));
       fs::path dir = fs::temp_directory_path() / ("radix-shortrows-" + std::to_string(::getpid()));
       CompileFnOptions o = testing::isa_options(isa, 0, {"bufferize"}, dir);
       o.compile.codegen.cpu.bf16_kernels = false;  // the f32 schedules' bf16 handling (the AVX-512 BF16 kernels: bf16_kernels_test)
@@ -916,20 +920,20 @@ TEST(Schedule, ShortWeightRowsTakeOneRowPerTile) {
           cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
       const std::string ir = slurp_stage(dir, "bufferize.mlir");
       fs::remove_all(dir);
-      const std::string et = c.d == DType::kBF16 ? "bf16" : "f32";
+      const std::string et(dtype_name(c.d));
       const int64_t lanes = isa.isa.f32_lanes;
-      const int64_t row_bytes = c.K * (c.d == DType::kBF16 ? 2 : 4);
+      const int64_t row_bytes = c.K * (half ? 2 : 4);
       const bool one_row = row_bytes <= (isa.isa.registers <= 16 ? 1536 : 3072);
       // The weight reads: [v] of one row, or [tn, v] of tn rows.
       const int64_t tn = isa.isa.registers >= 32 && c.N % 8 == 0 ? 8 : 4;
-      const int64_t line = c.d == DType::kBF16 ? 32 : 16;  // elements per 64-byte line
+      const int64_t line = half ? 32 : 16;  // elements per 64-byte line
       const std::string read = one_row ? "vector<" + std::to_string(std::clamp(line, 2 * lanes, 4 * lanes)) + "x" + et + ">"
                                        : "vector<" + std::to_string(tn) + "x" + std::to_string(lanes) + "x" + et + ">";
       EXPECT_NE(ir.find("%arg1[%"), std::string::npos) << what;
       EXPECT_NE(ir.find(read), std::string::npos) << what << ": wanted " << read << "\n" << ir;
       // Either way the next weight rows are prefetched.
       EXPECT_NE(ir.find("memref.prefetch %arg1["), std::string::npos) << what;
-      Buffer wbuf = c.d == DType::kBF16 ? must(cpu().buffer(ws, wb)) : must(cpu().buffer(ws, wf));
+      Buffer wbuf = half ? must(cpu().buffer(ws, wb)) : must(cpu().buffer(ws, wf));
       std::vector<float> got = must(must(exe.call(must(cpu().buffer(xs, x)), std::move(wbuf))).to_host<float>());
       ASSERT_EQ(got.size(), size_t(c.N));
       for (int64_t j = 0; j < c.N; ++j) {
