@@ -368,13 +368,13 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
 // the weights once, front to back, tn rows in parallel.
 constexpr int64_t kDotRows = 4;  // weight rows per register tile (tn)
 // A single row times short weight rows (at most this many bytes) on AVX2
-// hosts: one weight row per tile, one 64-byte line of it per step (two to
-// four vectors; bf16 rows on AVX2 take four: with two, each step's
-// prefetch of the next row (radix-prefetch-next-tile) covered half a line,
-// two prefetch instructions per line, and two accumulators' FMA chains
-// bounded the step. Code for Zen 3 run on the Zen 5 host, stories110M bf16
-// decode, the two forms alternated in one shell: one core 95-100 -> 115-120
-// tok/s, two 130-140 -> 149-157; stories15M bf16 one core 925-965 -> 966-1036). Four short row
+// hosts: one weight row per tile, one 64-byte line of it per step where up
+// to four vectors hold it (bf16 / f16 rows on AVX2 take four: with two,
+// each step's prefetch of the next row (radix-prefetch-next-tile) covered
+// half a line, two prefetch instructions per line, and two accumulators'
+// FMA chains bounded the step; code for Zen 3 run on the Zen 5 host,
+// stories110M bf16 decode, the two forms alternated in one shell: one core
+// 95-100 -> 115-120 tok/s, two 130-140 -> 149-157). Four short row
 // streams side by side read memory at 0.7-0.8 of one long stream on Zen 3
 // (the rows are contiguous, so one row at a time is a plain front-to-back
 // read). Measured there (AVX2), decode tok/s, 4 rows / 1 row per tile, one
