@@ -883,9 +883,10 @@ TEST(Schedule, Bf16WeightPackingTransposesI16Lanes) {
     }
 }
 
-// A single row times short weight rows reads one weight row per tile, a
-// cache line per step (two to four vectors: AVX2's bf16 rows take four):
-// four short row streams side by side read memory slower than one. Short: at most 1.5 KiB on 16-register ISAs (SSE, AVX2), 3 KiB on
+// A single row times short weight rows reads one weight row per tile, up
+// to a 64-byte line per step (at most four vectors: AVX2's bf16 / f16 rows
+// take four): four short row streams side by side read memory slower than
+// one. Short: at most 1.5 KiB on 16-register ISAs (SSE, AVX2), 3 KiB on
 // AVX-512; longer rows take tiles of 4 rows, of 8 on AVX-512 where 8 divide
 // the rows (there 8 streams, each prefetching the next tile's row, kept up
 // with a plain read). Every variant against a double loop.
