@@ -242,10 +242,7 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
   if (isa.registers < 32 && !fuse_b_pack && main_rows > 0 && rest % reg_m == 0) {
     parts = {{p + "a", id, bm6, kWideRegM, rows}};
     if (rest > 0) {
-      body << "    %" << p << "sp = transform.structured.split %" << p << "a after " << main_rows
-           << " {dimension = 0} : !transform.any_op\n"
-           << "    %" << p << "s0, %" << p << "s1 = transform.split_handle %" << p
-           << "sp : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
+      emit_split(body, p + "a", p + "sp", main_rows, 0, p + "s0", p + "s1");
       int64_t rest_bm = reg_m;
       for (int64_t c = std::min(rest, blk.m) / reg_m * reg_m; c > reg_m; c -= reg_m)
         if (rest % c == 0) {
@@ -871,10 +868,7 @@ bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const
           break;
         }
     if (rows6 > 0) {
-      body << "    %" << id << "sp = transform.structured.split %" << id << " after " << rows6
-           << " {dimension = 1} : !transform.any_op\n"
-           << "    %" << id << "p0, %" << id << "p1 = transform.split_handle %" << id
-           << "sp : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
+      emit_split(body, id, id + "sp", rows6, 1, id + "p0", id + "p1");
       for (auto [part, rows] : {std::pair<std::string, int64_t>{id + "p0", kWideRegM}, {id + "p1", 4}}) {
         emit_tile(body, part, part + "r", {1, rows, tn, 0});
         emit_tile(body, part + "r", part + "s", {0, 0, 0, 1});

@@ -51,6 +51,14 @@ void emit_tile(std::ostringstream& os, const std::string& in, const std::string&
   os << ")\n";
 }
 
+void emit_split(std::ostringstream& os, const std::string& in, const std::string& split, int64_t after,
+                int64_t dimension, const std::string& first, const std::string& second) {
+  os << "    %" << split << " = transform.structured.split %" << in << " after " << after << " {dimension = "
+     << dimension << "} : !transform.any_op\n"
+     << "    %" << first << ", %" << second << " = transform.split_handle %" << split
+     << " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
+}
+
 void emit_forall(std::ostringstream& os, const std::string& in, const std::string& out,
                  const std::vector<int64_t>& sizes) {
   os << "    %" << out << ", %" << out << "_fa = transform.structured.tile_using_forall %" << in << " tile_sizes "

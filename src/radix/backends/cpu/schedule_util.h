@@ -69,6 +69,11 @@ std::string tile_list(const std::vector<int64_t>& t);
 void emit_tile(std::ostringstream& os, const std::string& in, const std::string& out,
                const std::vector<int64_t>& sizes, const std::vector<int64_t>& interchange = {});
 
+// Emits `structured.split` of `in` along loop `dimension` after `after`
+// iterations, naming the split `split` and its two parts `first`, `second`.
+void emit_split(std::ostringstream& os, const std::string& in, const std::string& split, int64_t after,
+                int64_t dimension, const std::string& first, const std::string& second);
+
 // Emits `tile_using_forall` (the tiles become the iterations of an
 // scf.forall, run on the executable's threads) and names the tiled op `out`.
 void emit_forall(std::ostringstream& os, const std::string& in, const std::string& out,
