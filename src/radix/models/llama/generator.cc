@@ -6,6 +6,7 @@
 #include <cstring>
 #include <thread>
 
+#include "radix/backends/cpu/cpu_options.h"
 #include "radix/io/gguf.h"
 #include "radix/io/quantize.h"
 #include "radix/nn/sampler.h"
@@ -34,27 +35,41 @@ Status quantize_matrices(const Platform& platform, QuantFormat f, Llama<Buffer>&
   return quantize(w.output, w.output_scales);
 }
 
-// The x16 format (trace/ops_quant.h) the Q4_0 matrices of a model with `c`
-// are better held in here, if any: the CPU's integer kernels read its
-// interleaved rows as they are (x86 with AVX2; integer activations), and
-// every matrix has whole groups of 16 rows (one device). Q8_0 stays in
-// rows: its x16 form, read from memory, streamed slower than the one-row
-// tiles of the plain layout (Zen 5, one core: stories110M Q8_0 decode
-// 95-118 tok/s held as Q8_0x16, 133-162 as Q8_0; stories15M, whose weights
-// fit in the LLC, alike), while Q4_0x16 decodes stories110M 1.44x faster.
-// Q8_0 prompts still run the x16 kernel: the CPU backend rewrites each group
-// of 16 rows in that layout on the stack per call (int8_dot_kernels_pass.cc).
+// The x16 format (trace/ops_quant.h) the Q4_0 / Q8_0 matrices of a model
+// with `c` are better held in here, if any: the CPU's integer kernels read
+// its interleaved rows as they are (x86 with AVX2; integer activations),
+// and every matrix has whole groups of 16 rows (one device). Q4_0 always:
+// Q4_0x16 decodes stories110M 1.44x faster. Q8_0 when its matrices fit in
+// the host's last-level cache together (a decode step then reads them from
+// there) or the host has no 512-bit VNNI: measured on Zen 5 (32 MiB LLC),
+// decode tok/s, plain Q8_0 rows -> Q8_0x16, one process alternating the
+// two: stories15M (15.4 MiB) 2122-2205 -> 3280-3320 on one core, 2908-3462
+// -> 4632-4835 on two; the same code for Zen 3 (AVX2) 1676-1703 -> 2766-2775
+// and 1894-2910 -> 4313-4380; stories110M (111 MiB, from memory) for Zen 3
+// 214 -> 269 on one core, 294 -> 290 on two, but with 512-bit VNNI 244-245
+// -> 174-178 and 296-314 -> 259-263 (the one-row tiles, prefetching the
+// next row, stream faster than the x16 groups there; prefetching in the
+// x16 kernel recovered part of it, 218-222 and 293). Q8_0 prompts run the
+// x16 kernel either way: the CPU backend rewrites each group of 16 plain
+// rows in that layout on the stack per call (int8_dot_kernels_pass.cc).
 std::optional<QuantFormat> rows_format(const Platform& platform, const LlamaConfig& c) {
-  if (c.weight_quant != QuantFormat::kQ4_0 || platform.name() != "cpu" ||
+  if ((c.weight_quant != QuantFormat::kQ4_0 && c.weight_quant != QuantFormat::kQ8_0) || platform.name() != "cpu" ||
       c.quantized_activations != QuantizedActivations::kInt8Blocks)
     return std::nullopt;
 #if defined(__x86_64__)
   if (!__builtin_cpu_supports("avx2")) return std::nullopt;
+  if (c.weight_quant == QuantFormat::kQ8_0 && __builtin_cpu_supports("avx512vnni")) {
+    // Q8_0: 34 bytes per block of 32 weights.
+    const int64_t weights =
+        c.n_layers * (2 * c.dim * c.dim + 2 * c.kv_dim() * c.dim + 3 * c.hidden_dim * c.dim) + c.vocab_size * c.dim;
+    const int64_t llc = host_last_level_cache_bytes();
+    if (llc == 0 || weights / 32 * 34 > llc) return std::nullopt;
+  }
 #else
   return std::nullopt;
 #endif
   LlamaConfig x16 = c;
-  x16.weight_quant = QuantFormat::kQ4_0x16;
+  x16.weight_quant = c.weight_quant == QuantFormat::kQ4_0 ? QuantFormat::kQ4_0x16 : QuantFormat::kQ8_0x16;
   return x16.validate().ok() ? x16.weight_quant : std::nullopt;
 }
 
