@@ -202,13 +202,9 @@ TEST_F(LlamaGguf, QuantizedMatricesStayQuantized) {
     auto int8 = must(models::LlamaGenerator::load(cpu(), *gguf, options()));
     ASSERT_TRUE(int8->config().weight_quant.has_value());
     // With integer activations on x86 with AVX2, Q4_0 is held as Q4_0x16
-    // (16 rows interleaved, Options::interleave_rows), and Q8_0 as Q8_0x16
-    // while its matrices fit in the host's last-level cache (this model's
-    // few hundred KiB do, where the size is known) or the host lacks
-    // 512-bit VNNI; interleave_rows off keeps the file's format.
-    const bool rows16 = __builtin_cpu_supports("avx2") &&
-                        (format == QuantFormat::kQ4_0 || !__builtin_cpu_supports("avx512vnni") ||
-                         host_last_level_cache_bytes() > 0);
+    // and Q8_0 as Q8_0x16 (16 rows interleaved, Options::interleave_rows);
+    // interleave_rows off keeps the file's format.
+    const bool rows16 = __builtin_cpu_supports("avx2");
     const QuantFormat x16 = format == QuantFormat::kQ4_0 ? QuantFormat::kQ4_0x16 : QuantFormat::kQ8_0x16;
     EXPECT_EQ(*int8->config().weight_quant, rows16 ? x16 : format);
     models::LlamaGenerator::Options plain_rows = options();

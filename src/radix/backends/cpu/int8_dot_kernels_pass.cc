@@ -1133,6 +1133,19 @@ class RowsKernelBuilder {
     }
   }
 
+  // The sum of accumulator a's chains (pairwise).
+  Value sum_chains(const std::vector<std::vector<Value>>& chains, size_t a) {
+    std::vector<Value> v;
+    for (const auto& c : chains) v.push_back(c[a]);
+    while (v.size() > 1) {
+      std::vector<Value> next;
+      for (size_t i = 0; i + 1 < v.size(); i += 2) next.push_back(mlir::arith::AddIOp::create(b_, loc_, v[i], v[i + 1]));
+      if (v.size() % 2) next.push_back(v.back());
+      v = std::move(next);
+    }
+    return v[0];
+  }
+
   // tm rows of x from m0 times row group r0: its rows [L h0, L (h0 + H))
   // (H halves of L lanes).
   void emit_tile(Value m0, Value r0, int64_t h0, int64_t H) {
@@ -1148,6 +1161,14 @@ class RowsKernelBuilder {
     // the tile has fewer than 8 accumulators (vpdpbusd's latency), else one
     // chain per accumulator (registers).
     const bool two_chains = tm * H < 8;
+    // Q8_0 with VNNI and at most 3 accumulators (decode: one row of x): its
+    // 8 vpdpbusd per block in four chains, not two. Why: two chains of four
+    // bounded the block by vpdpbusd's latency. Measured on Zen 5 (512-bit
+    // VNNI), one core, Q8_0x16 mat-vecs: [1,768]·W[2048,768]ᵀ from memory
+    // 28-31 -> 40-44 GB/s, [1,4096]·W[4096,4096]ᵀ (in the LLC) 51-57 ->
+    // 58-67, [1,288]·W[32000,288]ᵀ 68-70 -> 91; stories110M Q8_0 decode
+    // held as Q8_0x16 159-166 -> 223-232 tok/s. Eight chains: no faster.
+    const int64_t q8_chains = tm * H < 4 ? 4 : two_chains ? 2 : 1;
     // Q4_0 read straight from W with VNNI's two chains: the high nibbles
     // stay in place, as 16 x nibble (one mask, no shift), and hi_sum holds
     // 16 x their sums, divided by 16 at the block's end.
@@ -1165,9 +1186,12 @@ class RowsKernelBuilder {
       b_.setInsertionPointToStart(blocks.getBody());
       Value kb = blocks.getInductionVar();
       llvm::SmallVector<Value> acc(blocks.getRegionIterArgs().begin(), blocks.getRegionIterArgs().end());
-      // Integer sums: VNNI up to two chains (Q4_0: low and high nibbles,
-      // Q8_0: even and odd byte groups), AVX2 one of i16 pairs.
+      // Integer sums: VNNI up to two chains for Q4_0 (low and high nibbles)
+      // and up to four for Q8_0 (byte group g in chain g % q8_chains),
+      // AVX2 one of i16 pairs.
+      // Q8_0 with VNNI: chain c of q8_chains in q8_sum[c] (lo_sum, hi_sum unused).
       std::vector<Value> lo_sum(acc.size()), hi_sum(acc.size());
+      std::vector<std::vector<Value>> q8_sum(size_t(q8_chains), std::vector<Value>(acc.size()));
       const int64_t steps = q8_ ? 8 : 4;
       // Row i's correction, broadcast: the start of its first chain.
       std::vector<Value> corr(static_cast<size_t>(tm));
@@ -1221,9 +1245,9 @@ class RowsKernelBuilder {
                                   {intrinsic("llvm.x86.avx2.pmadd.ub.sw", v16i16, {lo, xs}), splat(v16i16, b_.getI16IntegerAttr(1))});
               lo_sum[a] = grp ? mlir::arith::AddIOp::create(b_, loc_, lo_sum[a], p).getResult() : p;
             } else if (q8_) {
-              // Even and odd groups in two chains (or one).
-              std::vector<Value>& chain = two_chains && grp % 2 ? hi_sum : lo_sum;
-              const bool first = two_chains ? grp < 2 : grp == 0;
+              // Group grp in chain grp % q8_chains.
+              std::vector<Value>& chain = q8_sum[size_t(grp % q8_chains)];
+              const bool first = grp < q8_chains;
               Value acc_in = !first      ? chain[a]
                              : grp == 0 ? corr[size_t(i)]  // the chain holding the correction
                                         : splat(vLi32, b_.getI32IntegerAttr(0));
@@ -1256,6 +1280,7 @@ class RowsKernelBuilder {
           Value hi_sum_a = hi_times_16 ? mlir::arith::ShRSIOp::create(b_, loc_, hi_sum[a], splat(vLi32, b_.getI32IntegerAttr(4))).getResult()
                                        : hi_sum[a];
           Value sums = q8_ && !vnni ? lo_sum[a]  // no correction: w's sign applied to x
+                       : q8_ ? sum_chains(q8_sum, a)
                        : vnni && two_chains ? mlir::arith::AddIOp::create(b_, loc_, lo_sum[a], hi_sum_a).getResult()
                        : vnni ? lo_sum[a]
                               : mlir::arith::AddIOp::create(

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <thread>
 
-#include "radix/backends/cpu/cpu_options.h"
 #include "radix/io/gguf.h"
 #include "radix/io/quantize.h"
 #include "radix/nn/sampler.h"
@@ -38,33 +37,22 @@ Status quantize_matrices(const Platform& platform, QuantFormat f, Llama<Buffer>&
 // The x16 format (trace/ops_quant.h) the Q4_0 / Q8_0 matrices of a model
 // with `c` are better held in here, if any: the CPU's integer kernels read
 // its interleaved rows as they are (x86 with AVX2; integer activations),
-// and every matrix has whole groups of 16 rows (one device). Q4_0 always:
-// Q4_0x16 decodes stories110M 1.44x faster. Q8_0 when its matrices fit in
-// the host's last-level cache together (a decode step then reads them from
-// there) or the host has no 512-bit VNNI: measured on Zen 5 (32 MiB LLC),
-// decode tok/s, plain Q8_0 rows -> Q8_0x16, one process alternating the
-// two: stories15M (15.4 MiB) 2122-2205 -> 3280-3320 on one core, 2908-3462
-// -> 4632-4835 on two; the same code for Zen 3 (AVX2) 1676-1703 -> 2766-2775
-// and 1894-2910 -> 4313-4380; stories110M (111 MiB, from memory) for Zen 3
-// 214 -> 269 on one core, 294 -> 290 on two, but with 512-bit VNNI 244-245
-// -> 174-178 and 296-314 -> 259-263 (the one-row tiles, prefetching the
-// next row, stream faster than the x16 groups there; prefetching in the
-// x16 kernel recovered part of it, 218-222 and 293). Q8_0 prompts run the
-// x16 kernel either way: the CPU backend rewrites each group of 16 plain
-// rows in that layout on the stack per call (int8_dot_kernels_pass.cc).
+// and every matrix has whole groups of 16 rows (one device). Measured on
+// Zen 5, decode tok/s, one process alternating the layouts: Q4_0x16
+// decodes stories110M 1.44x faster than Q4_0 rows; Q8_0 rows -> Q8_0x16:
+// stories15M (15.4 MiB, in the LLC) 2122-2205 -> 3280-3320 on one core,
+// 2908-3462 -> 4632-4835 on two, and the same code for Zen 3 (AVX2)
+// 1676-1703 -> 2766-2775 and 1894-2910 -> 4313-4380; stories110M (111
+// MiB, from memory) with 512-bit VNNI 221-235 -> 223-232 on one core,
+// 261-279 -> 278-322 on two, and for Zen 3 214 -> 269 on one core, 294 ->
+// 290 on two. Q8_0 prompts run the x16 kernel either way (plain rows are
+// rewritten per call on the stack: int8_dot_kernels_pass.cc).
 std::optional<QuantFormat> rows_format(const Platform& platform, const LlamaConfig& c) {
   if ((c.weight_quant != QuantFormat::kQ4_0 && c.weight_quant != QuantFormat::kQ8_0) || platform.name() != "cpu" ||
       c.quantized_activations != QuantizedActivations::kInt8Blocks)
     return std::nullopt;
 #if defined(__x86_64__)
   if (!__builtin_cpu_supports("avx2")) return std::nullopt;
-  if (c.weight_quant == QuantFormat::kQ8_0 && __builtin_cpu_supports("avx512vnni")) {
-    // Q8_0: 34 bytes per block of 32 weights.
-    const int64_t weights =
-        c.n_layers * (2 * c.dim * c.dim + 2 * c.kv_dim() * c.dim + 3 * c.hidden_dim * c.dim) + c.vocab_size * c.dim;
-    const int64_t llc = host_last_level_cache_bytes();
-    if (llc == 0 || weights / 32 * 34 > llc) return std::nullopt;
-  }
 #else
   return std::nullopt;
 #endif

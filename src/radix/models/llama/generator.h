@@ -77,11 +77,9 @@ class LlamaGenerator {
     // Q4_0x16, 16 rows interleaved (trace/ops_quant.h), where the CPU's
     // integer kernels read them so (x86 with AVX2; int8 activations; every
     // matrix a multiple of 16 rows; one device): the same numbers, the
-    // decode products at 1.5-3x the weights per second. Q8_0 matrices as
-    // Q8_0x16 likewise, unless the host has 512-bit VNNI and they do not
-    // fit in its last-level cache together (from memory, its plain rows
-    // streamed faster there; stories15M Q8_0 decode ~1.5x as Q8_0x16).
-    // false keeps the file's layout.
+    // decode products at 1.5-3x the weights per second; Q8_0 matrices as
+    // Q8_0x16 likewise (stories15M Q8_0 decode ~1.5x, stories110M's
+    // 1.0-1.3x on a Zen 5 core). false keeps the file's layout.
     bool interleave_rows = true;
     // The KV cache's dtype (LlamaConfig::kv_dtype): unset keeps the
     // activations' (f32); bf16 or f16 halve the bytes each step reads from
