@@ -946,5 +946,59 @@ TEST(Schedule, ShortWeightRowsTakeOneRowPerTile) {
     }
 }
 
+// Decode attention's probabilities times V, p[h, m, t] · v[h, t, d] with a
+// few rows m per head: each tile covers V's whole row (d) while its
+// accumulators fit in three quarters of the registers, so V is read once,
+// front to back, not in two passes of half rows. Every ISA, against a
+// double loop; threads 1.
+TEST(Schedule, FewRowBatchProductsReadWholeRowsOfB) {
+  struct Case {
+    int64_t H, M, T, D;
+  };
+  const Case cases[] = {{12, 1, 64, 64},   // stories110M, one 64-position chunk
+                        {6, 1, 40, 48},    // stories15M's head width
+                        {4, 3, 24, 64},    // three query rows per head
+                        {2, 1, 8, 128}};   // a wide head
+  for (const Case& c : cases)
+    for (const IsaCase& isa : kIsas) {
+      const std::string what = "[" + std::to_string(c.H) + "," + std::to_string(c.M) + "," + std::to_string(c.T) +
+                               "] . v[" + std::to_string(c.T) + "," + std::to_string(c.D) + "] " + isa.name;
+      fs::path dir = fs::temp_directory_path() / ("radix-pv-" + std::to_string(::getpid()));
+      CompileFnOptions o = testing::isa_options(isa, 1, {"schedule-script"}, dir);
+      const Shape ps(DType::kF32, {c.H, c.M, c.T}), vs(DType::kF32, {c.H, c.T, c.D});
+      auto exe = must(compile_fn(
+          cpu(), o, [](Tensor p, Tensor v) { return dot_general(p, v, DotDims{{0}, {0}, {2}, {1}}); }, ps, vs));
+      const std::string script = slurp_stage(dir, "schedule-script.mlir");
+      fs::remove_all(dir);
+      // The register tile's rows (8, 6, 4, 3, 2, 1 dividing M) and its
+      // columns: all of D where tm * D / lanes accumulators fit.
+      const int64_t lanes = isa.isa.f32_lanes, regs = isa.isa.registers;
+      int64_t tm = 1;
+      for (int64_t r : {8, 6, 4, 3, 2, 1})
+        if (c.M % r == 0 && r * 2 <= regs * 3 / 4) {
+          tm = r;
+          break;
+        }
+      const bool whole = tm * (c.D / lanes) <= regs * 3 / 4;
+      const int64_t tn = whole ? c.D : 2 * lanes;
+      const std::string tile = "tile_sizes [1, " + std::to_string(tm) + ", " + std::to_string(tn) + ", 0]";
+      EXPECT_NE(script.find(tile), std::string::npos) << what << ": wanted " << tile << "\n" << script;
+      const std::vector<float> p = testing::random_vec<float>(size_t(c.H * c.M * c.T), 0, 1, 91);
+      const std::vector<float> v = testing::random_vec<float>(size_t(c.H * c.T * c.D), -1, 1, 92);
+      std::vector<float> got =
+          must(must(exe.call(must(cpu().buffer(ps, p)), must(cpu().buffer(vs, v)))).to_host<float>());
+      ASSERT_EQ(got.size(), size_t(c.H * c.M * c.D)) << what;
+      for (int64_t h = 0; h < c.H; ++h)
+        for (int64_t m = 0; m < c.M; ++m)
+          for (int64_t d = 0; d < c.D; ++d) {
+            double acc = 0;
+            for (int64_t t = 0; t < c.T; ++t)
+              acc += double(p[size_t((h * c.M + m) * c.T + t)]) * v[size_t((h * c.T + t) * c.D + d)];
+            // At most 64 products of magnitude <= 1, summed in f32.
+            ASSERT_NEAR(got[size_t((h * c.M + m) * c.D + d)], acc, 1e-4) << what << " at " << h << "," << m << "," << d;
+          }
+    }
+}
+
 }  // namespace
 }  // namespace radix
