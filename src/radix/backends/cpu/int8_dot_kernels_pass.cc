@@ -1186,10 +1186,9 @@ class RowsKernelBuilder {
       b_.setInsertionPointToStart(blocks.getBody());
       Value kb = blocks.getInductionVar();
       llvm::SmallVector<Value> acc(blocks.getRegionIterArgs().begin(), blocks.getRegionIterArgs().end());
-      // Integer sums: VNNI up to two chains for Q4_0 (low and high nibbles)
-      // and up to four for Q8_0 (byte group g in chain g % q8_chains),
-      // AVX2 one of i16 pairs.
-      // Q8_0 with VNNI: chain c of q8_chains in q8_sum[c] (lo_sum, hi_sum unused).
+      // Integer sums: VNNI up to two chains for Q4_0 (low and high nibbles
+      // in lo_sum, hi_sum) and up to four for Q8_0 (byte group g in
+      // q8_sum[g % q8_chains]), AVX2 one of i16 pairs (lo_sum).
       std::vector<Value> lo_sum(acc.size()), hi_sum(acc.size());
       std::vector<std::vector<Value>> q8_sum(size_t(q8_chains), std::vector<Value>(acc.size()));
       const int64_t steps = q8_ ? 8 : 4;

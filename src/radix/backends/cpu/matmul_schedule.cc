@@ -850,10 +850,9 @@ bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const
     // A few rows per batch (decode attention's probabilities times V):
     // the whole row of B per tile while the accumulators fit, so each V row
     // is read once, front to back. With the register tile's 2 vectors, a
-    // 64-wide head's V rows were read in two passes of half rows, and each
-    // tile's two FMA chains bounded a position at 4 cycles per pass.
-    // Measured on Zen 5, one core, stories110M Q4_0 decode at positions
-    // 900-964 (f32 KV cache): 151-157 -> 184-191 tok/s.
+    // 64-wide head's V rows were read in two passes of half rows, two FMA
+    // chains each. Measured on Zen 5, one core, stories110M Q4_0 decode at
+    // positions 900-964 (f32 KV cache): 148-157 -> 173-191 tok/s.
     if (ranges[1] <= kDotMaxStreamingRows && ranges[2] % isa.f32_lanes == 0 &&
         static_cast<double>(tm * (ranges[2] / isa.f32_lanes)) <= kMaxAccumulatorShare * isa.registers)
       tn = ranges[2];
