@@ -173,7 +173,7 @@ std::optional<std::pair<int64_t, int64_t>> register_tile(int64_t M, int64_t N, c
   const int64_t tn = largest_divisor(N, {2 * lanes, lanes, lanes / 2, 4});
   if (N % tn != 0 || tn < 4) return std::nullopt;
   const int64_t vectors_per_row = (tn + lanes - 1) / lanes;
-  const auto max_acc = static_cast<int64_t>(kMaxAccumulatorShare * static_cast<double>(isa.registers));
+  const int64_t max_acc = max_accumulators(isa);
   int64_t tm = 1;
   for (int64_t c : {8, 6, 4, 3, 2, 1})
     if (M % c == 0 && c * vectors_per_row <= max_acc) {
@@ -854,7 +854,7 @@ bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const
     // chains each. Measured on Zen 5, one core, stories110M Q4_0 decode at
     // positions 900-964 (f32 KV cache): 148-157 -> 173-191 tok/s.
     if (ranges[1] <= kDotMaxStreamingRows && ranges[2] % isa.f32_lanes == 0 &&
-        static_cast<double>(tm * (ranges[2] / isa.f32_lanes)) <= kMaxAccumulatorShare * isa.registers)
+        tm * (ranges[2] / isa.f32_lanes) <= max_accumulators(isa))
       tn = ranges[2];
     match();
     // min_dot_work as for a matmul: a few rows per batch (decode attention's

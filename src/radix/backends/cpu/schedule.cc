@@ -57,7 +57,7 @@ std::optional<ConvTiles> conv_tiles(mlir::linalg::LinalgOp op, const VectorIsa& 
   // four vectors) and tw (a divisor of OW, up to 8) with the most useful FMAs
   // per load, the accumulators within kMaxAccumulatorShare of the registers.
   const int64_t lanes = isa.f32_lanes;
-  const auto max_acc = static_cast<int64_t>(kMaxAccumulatorShare * static_cast<double>(isa.registers));
+  const int64_t max_acc = max_accumulators(isa);
   int64_t tw = 1, tf = 1;
   double best = -1;
   for (int64_t f = std::min<int64_t>(F, 4 * lanes); f >= 1; --f) {
@@ -98,7 +98,7 @@ std::optional<ConvTiles> pool_tiles(mlir::linalg::LinalgOp op, const VectorIsa& 
       break;
     }
   const int64_t vectors = (tc + lanes - 1) / lanes;
-  const auto max_acc = static_cast<int64_t>(kMaxAccumulatorShare * static_cast<double>(isa.registers));
+  const int64_t max_acc = max_accumulators(isa);
   int64_t tw = 1;
   for (int64_t w = 8; w >= 1; --w)
     if (OW % w == 0 && w * vectors <= max_acc) {

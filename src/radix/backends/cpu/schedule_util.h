@@ -22,6 +22,10 @@ inline constexpr const char* kFmaMark = "radix.fma";
 // Register tiles (matmuls not packed, convolutions): at most this share of
 // the vector registers holds accumulators; the rest hold the loaded operands.
 inline constexpr double kMaxAccumulatorShare = 0.75;
+// The accumulators a register tile may hold on `isa`: 12 of 16, 24 of 32.
+inline int64_t max_accumulators(const VectorIsa& isa) {
+  return static_cast<int64_t>(kMaxAccumulatorShare * static_cast<double>(isa.registers));
+}
 
 // Elementwise ops and fills: innermost dim tiled by 16 f32 (one zmm, two ymm).
 inline constexpr std::initializer_list<int64_t> kElementwiseWidths = {16, 8, 4};
