@@ -94,8 +94,11 @@ void check_product(QuantFormat f, int64_t m, int64_t n, int64_t k, int threads,
   const std::vector<float> w = io::dequantize(q);
   std::vector<float> want = reference(int8 ? int8_blocks(x) : widen(x), w, m, n, k);
   const Shape xs(DType::kF32, {m, k});
+  // The x16 formats' f32-activation products have kernels too.
+  const bool x16 = f == QuantFormat::kQ4_0x16 || f == QuantFormat::kQ8_0x16;
+  const bool kernels_matter = int8 || (x16 && quantized_matmul_in_registers(f, m, n, k, QuantizedMatmulOptions{acts}));
   for (bool kernels : {true, false}) {
-    if (!kernels && !int8) continue;
+    if (!kernels && !kernels_matter) continue;
     SCOPED_TRACE(kernels ? "int8 kernels on" : "int8 kernels off");
     on_every_schedule([&] {
       CompileFnOptions o;
@@ -473,8 +476,23 @@ TEST(Quant, Q4RowsMatchDequantizedReference) {
     check_product(QuantFormat::kQ4_0x16, 1, 512, 512, 2, QuantizedActivations::kInt8Blocks, t);
     check_product(QuantFormat::kQ4_0x16, 64, 256, 512, 2, QuantizedActivations::kInt8Blocks, t);
   }
-  check_product(QuantFormat::kQ4_0x16, 1, 32, 64, 1, QuantizedActivations::kF32);
-  check_product(QuantFormat::kQ4_0x16, 20, 48, 96, 1, QuantizedActivations::kF32);
+}
+
+// x16 weights times f32 activations: W's interleaved bytes widened to f32
+// in registers (the f32 row-group kernel: 16-lane vectors on AVX-512
+// hosts, 8-lane ones in two passes per group for Zen 3 and the 8-lane
+// schedules), for up to 16 rows of x; more rows dequantize W. 1, 2, 3, 5
+// row groups; 1, 3, 9 and 32 blocks; 1, 3 and 16 rows of x; one and two
+// threads.
+TEST(Quant, X16RowsWithF32ActivationsMatchDequantizedReference) {
+  struct Mnk { int64_t m, n, k; };
+  for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16})
+    for (const std::string& t : host_and_zen3()) {
+      for (Mnk s : {Mnk{1, 16, 32}, Mnk{1, 48, 96}, Mnk{1, 80, 288}, Mnk{3, 32, 1024}, Mnk{16, 16, 64}, Mnk{20, 48, 96}})
+        check_product(f, s.m, s.n, s.k, 1, QuantizedActivations::kF32, t);
+      check_product(f, 1, 512, 256, 2, QuantizedActivations::kF32, t);
+      check_product(f, 5, 64, 96, 2, QuantizedActivations::kF32, t);
+    }
 }
 
 // Q8_0x16: the same shapes through the VNNI kernels (W's signed bytes read
@@ -487,7 +505,6 @@ TEST(Quant, Q8RowsMatchDequantizedReference) {
       check_product(QuantFormat::kQ8_0x16, s.m, s.n, s.k, 1, QuantizedActivations::kInt8Blocks, t);
   check_product(QuantFormat::kQ8_0x16, 1, 512, 512, 2);
   check_product(QuantFormat::kQ8_0x16, 64, 256, 512, 2);
-  check_product(QuantFormat::kQ8_0x16, 20, 48, 96, 1, QuantizedActivations::kF32);
 }
 
 // Q8_0 prompts in plain rows with n a multiple of 16 take integer
@@ -544,6 +561,38 @@ TEST(Quant, Q4RowsPutWeightRowsInLanes) {
       EXPECT_NE(asm_text.find("vpmaddubsw"), std::string::npos) << asm_text;
     }
     EXPECT_NE(asm_text.find("vpbroadcastd"), std::string::npos) << asm_text;
+    EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
+  }
+}
+
+// The f32-activation row-group kernel's instructions: W's bytes widened
+// in registers (vpmovsxbd / vpmovzxbd, then vcvtdq2ps), x's 4 values
+// broadcast as one 128-bit lane against them, no horizontal sums, the
+// product replaced (not left as loops, nor W put back in plain rows).
+TEST(Quant, X16RowsWithF32ActivationsWidenWInRegisters) {
+  const Int8Target host = int8_target("");
+  if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the row-group kernels are not used here";
+  for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16}) {
+    SCOPED_TRACE(name(f));
+    DumpDir dir(std::string(name(f)) + "-f32");
+    io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, 78), 64, 256);
+    CompileFnOptions o;
+    o.compile.diagnostics.dump = {"bufferize", "asm"};
+    o.compile.diagnostics.dump_dir = dir.path().string();
+    must(compile_fn(cpu(), o,
+                    [](Tensor a, Tensor v, Tensor s) {
+                      return quantized_matmul(a, v, s, QuantizedMatmulOptions{QuantizedActivations::kF32});
+                    },
+                    Shape(DType::kF32, {1, 256}), q.values_shape, q.scales_shape));
+    const std::string ir = testing::stage_dump(dir.path(), "bufferize.mlir");
+    const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
+    EXPECT_EQ(ir.find("radix.int8_dot"), std::string::npos) << "the product was not replaced: " << ir;
+    EXPECT_FALSE(std::regex_search(ir, std::regex("memref.copy[^\n]*xi8|alloca?\\([^\n]*xi8>"))) << "W was copied: " << ir;
+    const char* widen = f == QuantFormat::kQ8_0x16 ? "vpmovsxbd" : "vpmovzxbd";
+    const char* reg = host.avx512 ? "%zmm" : "%ymm";
+    EXPECT_TRUE(std::regex_search(asm_text, std::regex(std::string(widen) + "[^\n]*" + reg))) << asm_text;
+    EXPECT_TRUE(std::regex_search(asm_text, std::regex(std::string("vcvtdq2ps[^\n]*") + reg))) << asm_text;
+    EXPECT_TRUE(std::regex_search(asm_text, std::regex("vbroadcastf(32x4|128)"))) << asm_text;
     EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
   }
 }

@@ -23,8 +23,9 @@ namespace {
 // Read by the CPU backend (schedule.cc, fuse_elementwise_pass.cc).
 constexpr const char* kQuantizedDotAttr = "radix.quantized_dot";
 // Read by the CPU backend's schedule and its radix-int8-dot-kernels pass: the
-// format of an integer-activation product ("int8", "q8_0" or "q4_0") and so
-// the order of its inputs (see quantized_matmul).
+// format of a product its kernels take and so the order of its inputs (see
+// quantized_matmul): integer activations ("int8", "q8_0", "q4_0", "q8_0x16",
+// "q4_0x16"), or f32 ones times an x16 format ("q8_0x16_f32", "q4_0x16_f32").
 constexpr const char* kInt8DotAttr = "radix.int8_dot";
 
 std::string shapes(const Tensor& values, const Tensor& scales) {
@@ -51,8 +52,8 @@ using BodyFn = std::function<Value(mlir::OpBuilder&, mlir::Location, mlir::Value
 // acc[m, n] += body(inputs) over loops (m, n, reductions...); `maps` are the
 // inputs' maps as lists of loop indices.
 //
-// `int8` (the integer-activation products): the op is also marked
-// kInt8DotAttr with its format, for the CPU backend's integer kernels; with
+// `int8` (the products the CPU's kernels take): the op is also marked
+// kInt8DotAttr with this format; with
 // M == 1 its m loop is left out (maps given with m as loop 0 are shifted),
 // so that no unit loop is folded away (which rebuilds the op without marks).
 //
@@ -282,13 +283,29 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
   const int64_t KB = K / kQuantBlock;
   const bool x16 = f == QuantFormat::kQ4_0x16 || f == QuantFormat::kQ8_0x16;
   if (x16 && options.activations != QuantizedActivations::kInt8Blocks) {
-    // f32 activations: the plain product over the rows put back in order
-    // (a copy of W per call; the interleaved rows are for the integer
-    // kernels).
-    auto [v, sc] = plain_rows(values, scales);
-    return quantized_matmul(x, v, sc, options);
-  }
-  if (f == QuantFormat::kQ4_0x16) {
+    // f32 activations, loops (m, R, i, kb, g, t) as below: W widened in
+    // registers (the CPU's f32_rows_kernel.cc); prompts dequantize W once.
+    if (!quantized_matmul_in_registers(f, M, N, K, options)) {
+      y = dot_general(x2, dequantize(values, scales), DotDims{{}, {}, {1}, {1}});
+    } else if (f == QuantFormat::kQ4_0x16) {
+      auto [lo, hi] = block_halves(x2, M, K);
+      y = emit_contraction("quantized_matmul", {reshape(lo, {M, KB, 4, 4}), reshape(hi, {M, KB, 4, 4}), values, scales},
+                           {{0, 3, 4, 5}, {0, 3, 4, 5}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N,
+                           [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
+                             Value lo = mul(b, l, a[0], widen(b, l, nibble(b, l, a[2], 0)));
+                             Value hi = mul(b, l, a[1], widen(b, l, nibble(b, l, a[2], 4)));
+                             return mul(b, l, mlir::arith::AddFOp::create(b, l, lo, hi), widen(b, l, a[3]));
+                           },
+                           "q4_0x16_f32", /*row_groups=*/true);
+    } else {
+      y = emit_contraction("quantized_matmul", {reshape(x2, {M, KB, 8, 4}), values, scales},
+                           {{0, 3, 4, 5}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N,
+                           [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
+                             return mul(b, l, a[0], mul(b, l, widen(b, l, a[1]), widen(b, l, a[2])));
+                           },
+                           "q8_0x16_f32", /*row_groups=*/true);
+    }
+  } else if (f == QuantFormat::kQ4_0x16) {
     // Loops (m, R, i, kb, g, t): row 16R + i of W times x's block kb, whose
     // bytes 4g + t hold elements 4g + t (low nibble, x's first half) and
     // 16 + 4g + t (high nibble, its second half). Inputs in the order of the

@@ -75,9 +75,9 @@ struct QuantizedMatmulOptions {
 // kernels, for k up to 32768 / 16384), which does repay it (Q8_0 at k =
 // 288: 2.8x dequantizing with 512-bit VNNI on Zen 5, 0.90-1.04x with Zen 3's
 // AVX2 code run there).
-// The x16 formats read W in registers at any row count with integer activations;
-// with f32 activations its rows are put back in order per call (a copy of
-// W) and it runs as Q4_0 / Q8_0.
+// The x16 formats read W in registers at any row count with integer
+// activations, and with f32 ones up to kQuantizedDotMaxRows rows (W's
+// interleaved bytes widened to f32 as they are stored).
 // Other prompts dequantize W once per call to f32 and run the f32 matmul
 // schedule (x stays f32).
 Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales,

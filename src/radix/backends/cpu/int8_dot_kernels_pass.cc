@@ -58,6 +58,8 @@
 // Q4_0x16 products (W's rows interleaved by 16 in memory) have a builder of
 // their own (RowsKernelBuilder): the interleaved tiles' lanes-as-rows
 // form for decode and prompts, reading W as it is stored.
+// With f32 activations ("q4_0x16_f32", "q8_0x16_f32") they widen W to f32
+// in registers instead (f32_rows_kernel.cc).
 //
 // Q8_0 prompts in plain rows (N a multiple of 16: the plan's `interleaved`)
 // run the same Q8_0x16 tiles: each tile of 16 weight rows is first
@@ -105,6 +107,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "radix/backends/cpu/cpu_passes.h"
+#include "radix/backends/cpu/f32_rows_kernel.h"
 #include "radix/backends/cpu/kernel_loops.h"
 
 namespace radix {
@@ -1348,11 +1351,17 @@ class Int8DotKernelsPass : public mlir::PassWrapper<Int8DotKernelsPass, mlir::Op
       g->removeAttr(kInt8OverwriteAttr);
       std::optional<Roles> roles = format ? roles_of(format.getValue()) : std::nullopt;
       const bool q4_rows = format && format.getValue() == "q4_0x16", q8_rows = format && format.getValue() == "q8_0x16";
+      const bool f32_rows = format && (format.getValue() == "q4_0x16_f32" || format.getValue() == "q8_0x16_f32");
       bool built = false;
-      if (plan_attr && plan_attr.size() == 7 && (roles || q4_rows || q8_rows)) {
+      if (plan_attr && plan_attr.size() == 7 && (roles || q4_rows || q8_rows || f32_rows)) {
         llvm::ArrayRef<int64_t> p = plan_attr.asArrayRef();
         const Plan plan{p[0], p[1], p[2] != 0, p[3] != 0, p[4] != 0, p[5] != 0, p[6] != 0, overwrite};
-        if (plan.tm >= 1 && plan.tn >= 1)
+        if (f32_rows)
+          built = build_f32_rows_kernel(g, F32RowsKernelPlan{.q8 = format.getValue() == "q8_0x16_f32",
+                                                             .parallel = plan.parallel,
+                                                             .lanes = plan.wide ? 16 : 8,
+                                                             .overwrite = overwrite});
+        else if (plan.tm >= 1 && plan.tn >= 1)
           built = q4_rows || q8_rows ? RowsKernelBuilder(g, plan, q8_rows).build()
                   : format.getValue() == "q8_0" && plan.interleaved
                       ? RowsKernelBuilder(g, plan, true, /*gather=*/true).build()

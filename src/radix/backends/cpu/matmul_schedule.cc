@@ -597,6 +597,14 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
   if (auto f = op->getAttrOfType<mlir::StringAttr>(kInt8DotAttr); f && (f.getValue() == "q4_0x16" || f.getValue() == "q8_0x16"))
     return rows_kernel_plan(r, threads, host);
+  if (auto f = op->getAttrOfType<mlir::StringAttr>(kInt8DotAttr);
+      f && (f.getValue() == "q4_0x16_f32" || f.getValue() == "q8_0x16_f32")) {
+    // f32 activations (f32_rows_kernel.cc): one row group per tile, the
+    // rows of x one after the other; `wide` is 16 f32 lanes.
+    std::optional<std::vector<int64_t>> plan = rows_kernel_plan(r, threads, host);
+    if (plan) (*plan)[6] = host.avx512 ? 1 : 0;
+    return plan;
+  }
   if (r.size() != 3 && r.size() != 4) return std::nullopt;
   const bool has_m = r.size() == 4;
   const int64_t M = has_m ? r[0] : 1, N = r[has_m ? 1 : 0], K = r[has_m ? 2 : 1] * 32;

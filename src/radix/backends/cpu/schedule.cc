@@ -663,7 +663,8 @@ Int8Target int8_target(std::string_view target_features) {
   return Int8Target{.avx2 = t.has("avx2"),
                     .vnni = t.has("avxvnni") || (t.has("avx512vnni") && t.has("avx512vl")),
                     .bf16 = t.has("avx512bf16") && t.has("avx512f") && fast_bf16_dot(t.cpu()),
-                    .vnni512 = t.has("avx512vnni") && t.has("avx512bw") && t.has("avx512f")};
+                    .vnni512 = t.has("avx512vnni") && t.has("avx512bw") && t.has("avx512f"),
+                    .avx512 = t.has("avx512f")};
 }
 
 VectorIsa schedule_vector_isa(const VectorIsa& requested, std::string_view target_features) {
@@ -683,7 +684,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
   // narrower schedule_isa (the tests' AVX2 / SSE tilings on an AVX-512 host)
   // keeps them at 256 bits.
   Int8Target int8 = host_int8;
-  if (isa.f32_lanes < 16) int8.vnni512 = false;
+  if (isa.f32_lanes < 16) int8.vnni512 = int8.avx512 = false;
 
   // Marks `m` with the next schedule id and matches it as %op<id> (its handle,
   // `handle(id)`); returns the id.

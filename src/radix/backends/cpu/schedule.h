@@ -85,6 +85,9 @@ struct Int8Target {
   // instruction in radix-int8-dot-kernels, where the schedule's ISA has
   // 16 f32 lanes (build_cpu_schedule clears it for narrower schedule_isa).
   bool vnni512 = false;
+  // 16 f32 lanes (AVX-512F, with a 16-lane schedule as vnni512): the f32-
+  // activation row-group kernels' width (f32_rows_kernel.cc), else 8.
+  bool avx512 = false;
 };
 // From resolve_target_cpu's "cpu +feature,-feature,..." (empty: the host).
 Int8Target int8_target(std::string_view target_features);

@@ -1,0 +1,25 @@
+// The row-group kernel for Q8_0x16 / Q4_0x16 products with f32 activations
+// (trace/ops_quant.cc marks them radix.int8_dot = "q8_0x16_f32" /
+// "q4_0x16_f32"), built by the radix-int8-dot-kernels pass after
+// bufferization: W's interleaved bytes are widened to f32 in registers as
+// they are stored, never put back into plain rows (f32_rows_kernel.cc).
+#pragma once
+
+#include <cstdint>
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+namespace radix {
+
+struct F32RowsKernelPlan {
+  bool q8 = true;          // Q8_0x16 (else Q4_0x16)
+  bool parallel = false;   // row groups over the threads (an scf.forall)
+  int64_t lanes = 16;      // f32 lanes of a vector: 16 (AVX-512) or 8 (AVX2)
+  bool overwrite = false;  // store the sums (the output is undefined before), don't add them
+};
+
+// Replaces `op` by the kernel and returns true; false (nothing created) when
+// its operands are not the shapes its format implies.
+bool build_f32_rows_kernel(mlir::linalg::GenericOp op, const F32RowsKernelPlan& plan);
+
+}  // namespace radix
