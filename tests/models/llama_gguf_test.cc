@@ -201,9 +201,9 @@ TEST_F(LlamaGguf, QuantizedMatricesStayQuantized) {
     auto gguf = must(io::open_weights(p.string()));
     auto int8 = must(models::LlamaGenerator::load(cpu(), *gguf, options()));
     ASSERT_TRUE(int8->config().weight_quant.has_value());
-    // With integer activations on x86 with AVX2, Q4_0 is held as Q4_0x16
-    // and Q8_0 as Q8_0x16 (16 rows interleaved, Options::interleave_rows);
-    // interleave_rows off keeps the file's format.
+    // On x86 with AVX2, Q4_0 is held as Q4_0x16 and Q8_0 as Q8_0x16 (16
+    // rows interleaved, Options::interleave_rows), with integer or f32
+    // activations; interleave_rows off keeps the file's format.
     const bool rows16 = __builtin_cpu_supports("avx2");
     const QuantFormat x16 = format == QuantFormat::kQ4_0 ? QuantFormat::kQ4_0x16 : QuantFormat::kQ8_0x16;
     EXPECT_EQ(*int8->config().weight_quant, rows16 ? x16 : format);
@@ -214,7 +214,7 @@ TEST_F(LlamaGguf, QuantizedMatricesStayQuantized) {
     models::LlamaGenerator::Options exact = options();
     exact.quantized_activations = QuantizedActivations::kF32;
     auto kept = must(models::LlamaGenerator::load(cpu(), *gguf, exact));
-    EXPECT_EQ(*kept->config().weight_quant, format);
+    EXPECT_EQ(*kept->config().weight_quant, rows16 ? x16 : format);
     // Both took the file's blocks as they are: no matrix was dequantized to
     // f32 on the way (the embedding table, looked up in f32, is).
     const auto& store = static_cast<const io::GgufStore&>(*gguf);

@@ -35,9 +35,9 @@ Status quantize_matrices(const Platform& platform, QuantFormat f, Llama<Buffer>&
 }
 
 // The x16 format (trace/ops_quant.h) the Q4_0 / Q8_0 matrices of a model
-// with `c` are better held in here, if any: the CPU's integer kernels read
-// its interleaved rows as they are (x86 with AVX2; integer activations),
-// and every matrix has whole groups of 16 rows (one device). Measured on
+// with `c` are better held in here, if any: the CPU's row-group kernels
+// read its interleaved rows as they are (x86 with AVX2; integer or f32
+// activations), and every matrix has whole groups of 16 rows (one device). Measured on
 // Zen 5, decode tok/s, one process alternating the layouts: Q4_0x16
 // decodes stories110M 1.44x faster than Q4_0 rows; Q8_0 rows -> Q8_0x16:
 // stories15M (15.4 MiB, in the LLC) 2122-2205 -> 3280-3320 on one core,
@@ -47,9 +47,12 @@ Status quantize_matrices(const Platform& platform, QuantFormat f, Llama<Buffer>&
 // 261-279 -> 278-322 on two, and for Zen 3 214 -> 269 on one core, 294 ->
 // 290 on two. Q8_0 prompts run the x16 kernel either way (plain rows are
 // rewritten per call on the stack: int8_dot_kernels_pass.cc).
+// With f32 activations (f32_rows_kernel.cc), Zen 5, one core, plain rows ->
+// x16: decode stories15M Q8_0 1007-1009 -> 1448-1493 tok/s, Q4_0 1033-1046
+// -> 1352-1361; stories110M Q8_0 67 -> 192-193, Q4_0 123-128 -> 185; prompts
+// of 128 tokens (W dequantized per call either way) 0.96-1.0x.
 std::optional<QuantFormat> rows_format(const Platform& platform, const LlamaConfig& c) {
-  if ((c.weight_quant != QuantFormat::kQ4_0 && c.weight_quant != QuantFormat::kQ8_0) || platform.name() != "cpu" ||
-      c.quantized_activations != QuantizedActivations::kInt8Blocks)
+  if ((c.weight_quant != QuantFormat::kQ4_0 && c.weight_quant != QuantFormat::kQ8_0) || platform.name() != "cpu")
     return std::nullopt;
 #if defined(__x86_64__)
   if (!__builtin_cpu_supports("avx2")) return std::nullopt;

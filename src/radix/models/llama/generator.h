@@ -75,11 +75,12 @@ class LlamaGenerator {
     QuantizedActivations quantized_activations = QuantizedActivations::kInt8Blocks;
     // Q4_0 matrices (quantized on load, or a GGUF file's blocks) are held as
     // Q4_0x16, 16 rows interleaved (trace/ops_quant.h), where the CPU's
-    // integer kernels read them so (x86 with AVX2; int8 activations; every
-    // matrix a multiple of 16 rows; one device): the same numbers, the
-    // decode products at 1.5-3x the weights per second; Q8_0 matrices as
-    // Q8_0x16 likewise (stories15M Q8_0 decode ~1.5x, stories110M's
-    // 1.0-1.3x on a Zen 5 core). false keeps the file's layout.
+    // row-group kernels read them so (x86 with AVX2; every matrix a
+    // multiple of 16 rows; one device): the same numbers, the decode
+    // products at 1.5-3x the weights per second; Q8_0 matrices as Q8_0x16
+    // likewise (stories15M Q8_0 decode ~1.5x, stories110M's 1.0-1.3x on a
+    // Zen 5 core; with f32 activations 1.3-2.9x). false keeps the file's
+    // layout.
     bool interleave_rows = true;
     // The KV cache's dtype (LlamaConfig::kv_dtype): unset keeps the
     // activations' (f32); bf16 or f16 halve the bytes each step reads from
