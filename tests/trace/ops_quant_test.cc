@@ -258,7 +258,8 @@ TEST(Quant, Int8ActivationsStayWithinTheirRoundingBound) {
 
 // With f32 activations the in-register path is what runs: the product is
 // tiled into dot-product register tiles and the weights are widened as
-// vectors (a decode step).
+// vectors (a decode step): Q4_0 four weight rows at a time, byte weights
+// (int8, Q8_0) one row (a whole block of 32) at a time.
 TEST(Quant, DecodeStepWidensWeightsInVectors) {
   for (QuantFormat f : kFormats) {
     SCOPED_TRACE(name(f));
@@ -277,7 +278,10 @@ TEST(Quant, DecodeStepWidensWeightsInVectors) {
     const std::string ir = testing::stage_dump(dir.path(), "schedule.mlir");
     EXPECT_NE(script.find("tile_reduction_using_for"), std::string::npos) << script;
     // e.g. arith.sitofp %54 : vector<4x1x16xi8> to vector<4x1x16xf32>: four weight rows at a time.
-    EXPECT_NE(ir.find("xi8> to vector<4x"), std::string::npos) << ir;
+    if (f == QuantFormat::kQ4_0)
+      EXPECT_NE(ir.find("xi8> to vector<4x"), std::string::npos) << ir;
+    else
+      EXPECT_NE(ir.find("vector<32xi8> to vector<32xf32>"), std::string::npos) << ir;
     EXPECT_EQ(ir.find("arith.sitofp %in"), std::string::npos) << "a scalar widening left in a loop: " << ir;
   }
 }

@@ -509,7 +509,17 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
   const int64_t lanes = isa.f32_lanes;
   const int64_t v = largest_divisor(K, {2 * lanes, lanes, 8, 4});
   if (K % v != 0 || v < 4) return false;
-  const int64_t tn = largest_divisor(N, {kDotRows, 2, 1});
+  // Byte weights (int8, Q8_0) take one weight row per tile, as their
+  // integer kernels do (see int8_kernel_plan): 4 row streams side by side
+  // read W from memory at half the rate. Measured on Zen 5, one core, f32
+  // activations, Q8_0 [1,768]·W[2048,768]ᵀ cycling through 50 MB: 4 rows
+  // 8.0 GB/s, 2 rows 9.0, 1 row 18.3; in the LLC ([1,4096]·W[4096,4096]ᵀ)
+  // 19.1 / 19.4 / 19.3; int8 per channel from memory 18-20 -> 24 GB/s, in
+  // the LLC 32 -> 28 (decode weights are mostly read from memory). Q4_0
+  // (its nibbles' unpacking the bound) alike either way: 9.2-9.5 and 10.2.
+  bool nibbles = false;
+  op->walk([&](mlir::arith::ShRUIOp) { nibbles = true; });
+  const int64_t tn = nibbles ? largest_divisor(N, {kDotRows, 2, 1}) : 1;
   const int64_t regs = (v + lanes - 1) / lanes;  // vector registers per accumulator
   int64_t tm = 1;
   for (int64_t c : {4, 2})
