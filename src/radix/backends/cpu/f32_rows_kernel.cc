@@ -83,15 +83,8 @@ class F32RowsKernelBuilder {
   Value idx(int64_t v) { return mlir::arith::ConstantIndexOp::create(b_, loc_, v); }
   Value operand(int i) { return op_->getOperand(static_cast<unsigned>(i)); }
   mlir::VectorType vec(int64_t n, mlir::Type et) { return mlir::VectorType::get({n}, et); }
-  Value splat(mlir::VectorType t, mlir::TypedAttr v) {
-    return mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(t, v));
-  }
-  llvm::SmallVector<Value> at_m(Value m, llvm::ArrayRef<Value> rest) {
-    llvm::SmallVector<Value> out;
-    if (has_m_) out.push_back(m);
-    out.append(rest.begin(), rest.end());
-    return out;
-  }
+  Value splat(mlir::VectorType t, mlir::TypedAttr v) { return splat_constant(b_, loc_, t, v); }
+  llvm::SmallVector<Value> at_m(Value m, llvm::ArrayRef<Value> rest) { return row_indices(has_m_, m, rest); }
   Value shuffle(Value a, Value b, llvm::ArrayRef<int64_t> mask) {
     return mlir::vector::ShuffleOp::create(b_, loc_, a, b, mask);
   }

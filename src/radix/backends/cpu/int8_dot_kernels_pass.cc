@@ -238,9 +238,7 @@ class KernelBuilder {
   }
 
   // A vector of type t with every lane v.
-  Value splat(mlir::VectorType t, mlir::TypedAttr v) {
-    return mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(t, v));
-  }
+  Value splat(mlir::VectorType t, mlir::TypedAttr v) { return splat_constant(b_, loc_, t, v); }
 
   Value i8_splat(int64_t lanes, int64_t v) {
     return splat(mlir::VectorType::get({lanes}, b_.getI8Type()), b_.getI8IntegerAttr(v));
@@ -1011,16 +1009,9 @@ class RowsKernelBuilder {
   Value intrinsic(const char* name, mlir::Type result, mlir::ValueRange args) {
     return mlir::LLVM::CallIntrinsicOp::create(b_, loc_, result, b_.getStringAttr(name), args).getResult(0);
   }
-  Value splat(mlir::VectorType t, mlir::TypedAttr v) {
-    return mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(t, v));
-  }
+  Value splat(mlir::VectorType t, mlir::TypedAttr v) { return splat_constant(b_, loc_, t, v); }
   // Indices of an operand of x (m first where the op has it).
-  llvm::SmallVector<Value> at_m(Value m, llvm::ArrayRef<Value> rest) {
-    llvm::SmallVector<Value> out;
-    if (has_m_) out.push_back(m);
-    out.append(rest.begin(), rest.end());
-    return out;
-  }
+  llvm::SmallVector<Value> at_m(Value m, llvm::ArrayRef<Value> rest) { return row_indices(has_m_, m, rest); }
   // x's 4 bytes g of half `half` (0: elements 0..15 of the block, 1: 16..31) at (m, kb).
   Value x_word(int half, Value m, Value kb, int64_t g) {
     return mlir::vector::LoadOp::create(b_, loc_, mlir::VectorType::get({4}, b_.getI8Type()), operand(half),

@@ -1,16 +1,33 @@
 // Loop scaffolding shared by the CPU backend's hand-built kernels
-// (radix-int8-dot-kernels, radix-bf16-dot-kernels): the tile loop over
-// threads and the per-thread stack scope of a tile's buffers.
+// (radix-int8-dot-kernels, radix-bf16-dot-kernels, f32_rows_kernel.cc): the
+// tile loop over threads, the per-thread stack scope of a tile's buffers,
+// and small constants and indices they all build.
 #pragma once
 
 #include <cstdint>
 
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 namespace radix {
+
+// A vector constant with every lane `v`, at b's insertion point.
+inline mlir::Value splat_constant(mlir::OpBuilder& b, mlir::Location loc, mlir::VectorType t, mlir::TypedAttr v) {
+  return mlir::arith::ConstantOp::create(b, loc, mlir::DenseElementsAttr::get(t, v));
+}
+
+// Indices into an operand of x: row m first where the op has an m loop
+// (a single row's is folded away), then `rest`.
+inline llvm::SmallVector<mlir::Value> row_indices(bool has_m, mlir::Value m, llvm::ArrayRef<mlir::Value> rest) {
+  llvm::SmallVector<mlir::Value> out;
+  if (has_m) out.push_back(m);
+  out.append(rest.begin(), rest.end());
+  return out;
+}
 
 // body(builder, tile) for tile in [0, tiles): an scf.forall when `parallel`
 // (the "lower" stage makes it an OpenMP loop), else an scf.for, built at b's
