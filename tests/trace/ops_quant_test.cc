@@ -421,6 +421,25 @@ TEST(Quant, HostQuantizersBoundTheError) {
   }
 }
 
+// The byte quantizers round as llama.cpp's do (roundf: halves away from
+// zero): a block (Q8_0) or row (int8) whose largest magnitude is 127 has
+// scale 1, so its values are rounded as they are, halves and the floats
+// next to them included; the reference is std::roundf.
+TEST(Quant, ByteQuantizersRoundHalvesAwayFromZero) {
+  const float below = std::nextafter(0.5f, 0.0f);
+  const std::vector<float> edge = {127,  0.5f,  -0.5f,  1.5f,    -1.5f,  2.5f,   -2.5f, below, -below,
+                                   126.5f, -126.5f, 0.0f, -0.0f, 3.4999998f, -3.5f, 64.5f, -127, 0.75f};
+  std::vector<float> row(64);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = edge[i % edge.size()];
+  row[32] = 127;  // the second block's largest magnitude too
+  for (QuantFormat f : {QuantFormat::kQ8_0, QuantFormat::kInt8PerChannel}) {
+    SCOPED_TRACE(name(f));
+    io::QuantizedMatrix q = quantize(f, row, 1, 64);
+    for (size_t i = 0; i < row.size(); ++i)
+      EXPECT_EQ(static_cast<int8_t>(q.values[i]), static_cast<int8_t>(std::roundf(row[i]))) << i << ": " << row[i];
+  }
+}
+
 // GGUF blocks split into values and scales decode to what the GGUF loader's
 // block decoders give for the same bytes.
 TEST(Quant, SplitGgufBlocksMatchTheLoadersDecoders) {

@@ -17,21 +17,42 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 // Replaces each projection matrix and the classifier of `w` (f32 [out, in])
-// by its quantized values and appends its scales (llama.h's order).
+// by its quantized values and appends its scales (llama.h's order). Up to
+// kQuantizeWidth matrices at a time, each quantized on a thread of its own
+// (their host copies are made and their buffers created on the calling
+// thread, which the device's API may require).
+constexpr size_t kQuantizeWidth = 8;  // host f32 copies alive at once, at most
 Status quantize_matrices(const Platform& platform, QuantFormat f, Llama<Buffer>& w) {
-  auto quantize = [&](Buffer& m, std::vector<Buffer>& scales) -> Status {
-    RADIX_ASSIGN_OR_RETURN(std::vector<float> host, m.to_host<float>());
-    const int64_t n = m.shape().dim(0), k = m.shape().dim(1);
-    RADIX_ASSIGN_OR_RETURN(io::QuantizedMatrix q, io::quantize(f, host, n, k));
-    RADIX_ASSIGN_OR_RETURN(Buffer values, platform.bytes(q.values_shape, q.values));
-    RADIX_ASSIGN_OR_RETURN(Buffer s, platform.bytes(q.scales_shape, q.scales));
-    m = std::move(values);
-    scales.push_back(std::move(s));
-    return Status();
-  };
+  std::vector<std::pair<Buffer*, std::vector<Buffer>*>> all;  // a matrix, its scales' list
   for (LlamaLayer<Buffer>& l : w.layers)
-    for (Buffer* m : l.matrices()) RADIX_RETURN_IF_ERROR(quantize(*m, l.scales));
-  return quantize(w.output, w.output_scales);
+    for (Buffer* m : l.matrices()) all.emplace_back(m, &l.scales);
+  all.emplace_back(&w.output, &w.output_scales);
+  const size_t width = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, kQuantizeWidth);
+  for (size_t first = 0; first < all.size(); first += width) {
+    const size_t count = std::min(width, all.size() - first);
+    std::vector<std::vector<float>> host(count);
+    for (size_t i = 0; i < count; ++i) {
+      RADIX_ASSIGN_OR_RETURN(host[i], all[first + i].first->to_host<float>());
+    }
+    std::vector<Result<io::QuantizedMatrix>> q;
+    for (size_t i = 0; i < count; ++i) q.emplace_back(runtime_error("llama: matrix not quantized"));
+    auto run = [&](size_t i) {
+      const Shape& s = all[first + i].first->shape();
+      q[i] = io::quantize(f, host[i], s.dim(0), s.dim(1));
+    };
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < count; ++i) threads.emplace_back(run, i);
+    run(0);
+    for (std::thread& t : threads) t.join();
+    for (size_t i = 0; i < count; ++i) {
+      if (!q[i].ok()) return q[i].status();
+      RADIX_ASSIGN_OR_RETURN(Buffer values, platform.bytes(q[i]->values_shape, q[i]->values));
+      RADIX_ASSIGN_OR_RETURN(Buffer scales, platform.bytes(q[i]->scales_shape, q[i]->scales));
+      *all[first + i].first = std::move(values);
+      all[first + i].second->push_back(std::move(scales));
+    }
+  }
+  return Status();
 }
 
 // The x16 format (trace/ops_quant.h) the Q4_0 / Q8_0 matrices of a model
