@@ -171,6 +171,20 @@ Value q8_int8_body(mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
   return scaled(b, l, p, mul(b, l, a[1], widen(b, l, a[3])));
 }
 
+// Q8_0's f32 product: x (a[0]) times W's byte (a[1]) widened and its block
+// scale (a[2]).
+Value q8_f32_body(mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
+  return mul(b, l, a[0], mul(b, l, widen(b, l, a[1]), widen(b, l, a[2])));
+}
+
+// Q4_0's f32 product: x's halves (a[0], a[1]) times W's low and high
+// nibbles minus 8 (a[2]), scaled by W's block scale (a[3]).
+Value q4_f32_body(mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
+  Value lo = mul(b, l, a[0], widen(b, l, nibble(b, l, a[2], 0)));
+  Value hi = mul(b, l, a[1], widen(b, l, nibble(b, l, a[2], 4)));
+  return mul(b, l, mlir::arith::AddFOp::create(b, l, lo, hi), widen(b, l, a[3]));
+}
+
 // x [M, K] f32 (K a multiple of 32) -> (q i8 [M, K/32, 32], d f32 [M, K/32]):
 // d = max|x| / 127 per block of 32, q = round(x / d) (0 where d is 0), so
 // x ~= q * d. llama.cpp's quantize_row_q8_0 with an f32 scale.
@@ -290,20 +304,12 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
     } else if (f == QuantFormat::kQ4_0x16) {
       auto [lo, hi] = block_halves(x2, M, K);
       y = emit_contraction("quantized_matmul", {reshape(lo, {M, KB, 4, 4}), reshape(hi, {M, KB, 4, 4}), values, scales},
-                           {{0, 3, 4, 5}, {0, 3, 4, 5}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N,
-                           [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
-                             Value lo = mul(b, l, a[0], widen(b, l, nibble(b, l, a[2], 0)));
-                             Value hi = mul(b, l, a[1], widen(b, l, nibble(b, l, a[2], 4)));
-                             return mul(b, l, mlir::arith::AddFOp::create(b, l, lo, hi), widen(b, l, a[3]));
-                           },
+                           {{0, 3, 4, 5}, {0, 3, 4, 5}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N, q4_f32_body,
                            "q4_0x16_f32", /*row_groups=*/true);
     } else {
       y = emit_contraction("quantized_matmul", {reshape(x2, {M, KB, 8, 4}), values, scales},
-                           {{0, 3, 4, 5}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N,
-                           [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
-                             return mul(b, l, a[0], mul(b, l, widen(b, l, a[1]), widen(b, l, a[2])));
-                           },
-                           "q8_0x16_f32", /*row_groups=*/true);
+                           {{0, 3, 4, 5}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N, q8_f32_body, "q8_0x16_f32",
+                           /*row_groups=*/true);
     }
   } else if (f == QuantFormat::kQ4_0x16) {
     // Loops (m, R, i, kb, g, t): row 16R + i of W times x's block kb, whose
@@ -366,22 +372,13 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
     // Loops (m, n, kb, j): x[m, kb, j] * values[n, kb, j] * scales[n, kb].
     y = emit_contraction("quantized_matmul",
                          {reshape(x2, {M, KB, kQuantBlock}), reshape(values, {N, KB, kQuantBlock}), scales},
-                         {{0, 2, 3}, {1, 2, 3}, {1, 2}}, 4, M, N,
-                         [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
-                           return mul(b, l, a[0], mul(b, l, widen(b, l, a[1]), widen(b, l, a[2])));
-                         });
+                         {{0, 2, 3}, {1, 2, 3}, {1, 2}}, 4, M, N, q8_f32_body);
   } else {
     // Loops (m, n, kb, j), j < 16: byte j of a block weighs x's element j
     // (low nibble) and j + 16 (high nibble): x is read as its two halves.
     auto [x_lo, x_hi] = block_halves(x2, M, K);
     y = emit_contraction("quantized_matmul", {x_lo, x_hi, reshape(values, {N, KB, 16}), scales},
-                         {{0, 2, 3}, {0, 2, 3}, {1, 2, 3}, {1, 2}}, 4, M, N,
-                         [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange a) {
-                           Value s = widen(b, l, a[3]);
-                           Value lo = mul(b, l, a[0], widen(b, l, nibble(b, l, a[2], 0)));
-                           Value hi = mul(b, l, a[1], widen(b, l, nibble(b, l, a[2], 4)));
-                           return mul(b, l, mlir::arith::AddFOp::create(b, l, lo, hi), s);
-                         });
+                         {{0, 2, 3}, {0, 2, 3}, {1, 2, 3}, {1, 2}}, 4, M, N, q4_f32_body);
   }
   return reshape(y, std::span<const int64_t>(out_dims));
 }
