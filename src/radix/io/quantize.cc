@@ -21,6 +21,15 @@ Status check_blocked(const char* what, size_t count, int64_t n, int64_t k) {
   return Status();
 }
 
+// std::roundf(v) (halves away from zero) for |v| < 2^31, in steps the
+// compiler vectorizes (std::roundf is a library call per value, which made
+// quantizing on load ~4 ns per weight): v minus its truncation is exact.
+inline int32_t round_half_away(float v) {
+  const auto i = static_cast<int32_t>(v);
+  const float frac = v - static_cast<float>(i);
+  return i + static_cast<int32_t>(frac >= 0.5f) - static_cast<int32_t>(frac <= -0.5f);
+}
+
 QuantizedMatrix allocate(QuantFormat f, int64_t n, int64_t k) {
   QuantizedMatrix m;
   m.values_shape = quantized_values_shape(f, n, k);
@@ -80,17 +89,6 @@ Result<QuantizedMatrix> interleave_rows(const QuantizedMatrix& q) {
   move_rows(q, out, n, k / kQuantBlock, q4 ? 16 : 32, /*to_x16=*/true);
   return out;
 }
-
-namespace {
-// std::roundf(v) (halves away from zero) for |v| < 2^31, in steps the
-// compiler vectorizes (std::roundf is a library call per value, which made
-// quantizing on load ~4 ns per weight): v minus its truncation is exact.
-inline int32_t round_half_away(float v) {
-  const auto i = static_cast<int32_t>(v);
-  const float frac = v - static_cast<float>(i);
-  return i + static_cast<int32_t>(frac >= 0.5f) - static_cast<int32_t>(frac <= -0.5f);
-}
-}  // namespace
 
 QuantizedMatrix quantize_int8(std::span<const float> w, int64_t n, int64_t k) {
   QuantizedMatrix m = allocate(QuantFormat::kInt8PerChannel, n, k);
