@@ -605,10 +605,10 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
                                                     const Int8Target& host) {
   if (!host.avx2 || !op->hasAttr(kInt8DotAttr) || !all_static(op)) return std::nullopt;
   llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
-  if (auto f = op->getAttrOfType<mlir::StringAttr>(kInt8DotAttr); f && (f.getValue() == "q4_0x16" || f.getValue() == "q8_0x16"))
-    return rows_kernel_plan(r, threads, host);
-  if (auto f = op->getAttrOfType<mlir::StringAttr>(kInt8DotAttr);
-      f && (f.getValue() == "q4_0x16_f32" || f.getValue() == "q8_0x16_f32")) {
+  auto format = op->getAttrOfType<mlir::StringAttr>(kInt8DotAttr);
+  const llvm::StringRef f = format ? format.getValue() : llvm::StringRef();
+  if (f == "q4_0x16" || f == "q8_0x16") return rows_kernel_plan(r, threads, host);
+  if (f == "q4_0x16_f32" || f == "q8_0x16_f32") {
     // f32 activations (f32_rows_kernel.cc): one row group per tile, the
     // rows of x one after the other; `wide` is 16 f32 lanes.
     std::optional<std::vector<int64_t>> plan = rows_kernel_plan(r, threads, host);
@@ -618,8 +618,7 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   if (r.size() != 3 && r.size() != 4) return std::nullopt;
   const bool has_m = r.size() == 4;
   const int64_t M = has_m ? r[0] : 1, N = r[has_m ? 1 : 0], K = r[has_m ? 2 : 1] * 32;
-  auto format = op->getAttrOfType<mlir::StringAttr>(kInt8DotAttr);
-  const bool byte_weights = format && format.getValue() != "q4_0";
+  const bool byte_weights = format && f != "q4_0";
   int64_t tn = byte_weights ? 1 : largest_divisor(N, {kDotRows, 2, 1});
   int64_t tm = 1;
   for (int64_t c : {3, 2})
@@ -645,7 +644,7 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   // Q8_0 prompts with whole groups of 16 weight rows likewise: the Q8_0x16
   // tiles over each group rewritten on the stack (see the pass; 512 bytes
   // per block, the cap of Q4_0's 16-row tiles), 16 rows on every ISA.
-  const bool q8_groups = blocked && format && format.getValue() == "q8_0" && N % 16 == 0 && K <= kInt8InterleavedMaxK / 2;
+  const bool q8_groups = blocked && f == "q8_0" && N % 16 == 0 && K <= kInt8InterleavedMaxK / 2;
   const bool interleaved = q8_groups || (blocked && !byte_weights && N % 8 == 0 && K <= kInt8InterleavedMaxK);
   // 512-bit vpdpbusd: two blocks per instruction, or 16 interleaved weight
   // rows (N a multiple of 16; twice the stack per element of k, so half
