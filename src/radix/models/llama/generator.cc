@@ -69,9 +69,10 @@ Status quantize_matrices(const Platform& platform, QuantFormat f, Llama<Buffer>&
 // 290 on two. Q8_0 prompts run the x16 kernel either way (plain rows are
 // rewritten per call on the stack: int8_dot_kernels_pass.cc).
 // With f32 activations (f32_rows_kernel.cc), Zen 5, one core, plain rows ->
-// x16: decode stories15M Q8_0 1007-1009 -> 1448-1493 tok/s, Q4_0 1033-1046
-// -> 1352-1361; stories110M Q8_0 67 -> 192-193, Q4_0 123-128 -> 185; prompts
-// of 128 tokens (W dequantized per call either way) 0.96-1.0x.
+// x16: decode stories15M Q8_0 1048-1058 -> 1450-1451 tok/s, Q4_0 1037-1041
+// -> 1351-1354; stories110M Q8_0 148-149 -> 179-196, Q4_0 123-126 -> 185
+// (the plain rows with one Q8_0 row per tile; with four, Q8_0 read 67);
+// prompts of 128 tokens (W dequantized per call either way) 0.96-1.0x.
 std::optional<QuantFormat> rows_format(const Platform& platform, const LlamaConfig& c) {
   if ((c.weight_quant != QuantFormat::kQ4_0 && c.weight_quant != QuantFormat::kQ8_0) || platform.name() != "cpu")
     return std::nullopt;

@@ -79,7 +79,7 @@ class LlamaGenerator {
     // multiple of 16 rows; one device): the same numbers, the decode
     // products at 1.5-3x the weights per second; Q8_0 matrices as Q8_0x16
     // likewise (stories15M Q8_0 decode ~1.5x, stories110M's 1.0-1.3x on a
-    // Zen 5 core; with f32 activations 1.3-2.9x). false keeps the file's
+    // Zen 5 core; with f32 activations 1.2-1.5x). false keeps the file's
     // layout.
     bool interleave_rows = true;
     // The KV cache's dtype (LlamaConfig::kv_dtype): unset keeps the
