@@ -504,17 +504,23 @@ TEST(Quant, Q4RowsMatchDequantizedReference) {
 // x16 weights times f32 activations: W's interleaved bytes widened to f32
 // in registers (the f32 row-group kernel: 16-lane vectors on AVX-512
 // hosts, 8-lane ones in two passes per group for Zen 3 and the 8-lane
-// schedules), for up to 16 rows of x; more rows dequantize W. 1, 2, 3, 5
-// row groups; 1, 3, 9 and 32 blocks; 1, 3 and 16 rows of x; one and two
-// threads.
+// schedules). Decode (1 and 2 rows of x): 1, 2, 3, 5 row groups; 1, 3, 9
+// and 32 blocks. Prompts (from 3 rows: each group dequantized on the stack
+// once): tiles of 4 rows (AVX-512) or 3 (AVX2) with every remainder (m =
+// 3, 16, 20, 37, 128, 18, 19), 1 to 130 blocks (past 128 the blocks run in
+// chunks, each adding to the output, the last one short); one row group
+// (n = 16: its unit loop folded away, the product left to the schedules'
+// loops). One and two threads.
 TEST(Quant, X16RowsWithF32ActivationsMatchDequantizedReference) {
   struct Mnk { int64_t m, n, k; };
   for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16})
     for (const std::string& t : host_and_zen3()) {
-      for (Mnk s : {Mnk{1, 16, 32}, Mnk{1, 48, 96}, Mnk{1, 80, 288}, Mnk{3, 32, 1024}, Mnk{16, 16, 64}, Mnk{20, 48, 96}})
+      for (Mnk s : {Mnk{1, 16, 32}, Mnk{1, 48, 96}, Mnk{1, 80, 288}, Mnk{2, 32, 1024}, Mnk{3, 32, 64}, Mnk{16, 32, 64},
+                    Mnk{20, 48, 96}, Mnk{37, 32, 32}, Mnk{128, 32, 288}, Mnk{18, 32, 4160}, Mnk{17, 16, 64}})
         check_product(f, s.m, s.n, s.k, 1, QuantizedActivations::kF32, t);
       check_product(f, 1, 512, 256, 2, QuantizedActivations::kF32, t);
       check_product(f, 5, 64, 96, 2, QuantizedActivations::kF32, t);
+      check_product(f, 19, 64, 4160, 2, QuantizedActivations::kF32, t);
     }
 }
 
@@ -591,13 +597,16 @@ TEST(Quant, Q4RowsPutWeightRowsInLanes) {
 // The f32-activation row-group kernel's instructions: W's bytes widened
 // in registers (vpmovsxbd / vpmovzxbd, then vcvtdq2ps), x's 4 values
 // broadcast as one 128-bit lane against them, no horizontal sums, the
-// product replaced (not left as loops, nor W put back in plain rows).
+// product replaced (not left as loops, nor W put back in plain rows). A
+// prompt (48 rows) likewise, its W never dequantized whole (no f32 [64,
+// 256] buffer: it was, before the prompt kernel).
 TEST(Quant, X16RowsWithF32ActivationsWidenWInRegisters) {
   const Int8Target host = int8_target("");
   if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the row-group kernels are not used here";
-  for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16}) {
-    SCOPED_TRACE(name(f));
-    DumpDir dir(std::string(name(f)) + "-f32");
+  for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16})
+  for (int64_t rows : {1, 48}) {
+    SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(rows) + " rows of x");
+    DumpDir dir(std::string(name(f)) + "-f32-" + std::to_string(rows));
     io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, 78), 64, 256);
     CompileFnOptions o;
     o.compile.diagnostics.dump = {"bufferize", "asm"};
@@ -606,11 +615,12 @@ TEST(Quant, X16RowsWithF32ActivationsWidenWInRegisters) {
                     [](Tensor a, Tensor v, Tensor s) {
                       return quantized_matmul(a, v, s, QuantizedMatmulOptions{QuantizedActivations::kF32});
                     },
-                    Shape(DType::kF32, {1, 256}), q.values_shape, q.scales_shape));
+                    Shape(DType::kF32, {rows, 256}), q.values_shape, q.scales_shape));
     const std::string ir = testing::stage_dump(dir.path(), "bufferize.mlir");
     const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
     EXPECT_EQ(ir.find("radix.int8_dot"), std::string::npos) << "the product was not replaced: " << ir;
     EXPECT_FALSE(std::regex_search(ir, std::regex("memref.copy[^\n]*xi8|alloca?\\([^\n]*xi8>"))) << "W was copied: " << ir;
+    EXPECT_EQ(ir.find("64x256xf32"), std::string::npos) << "W was dequantized whole: " << ir;
     const char* widen = f == QuantFormat::kQ8_0x16 ? "vpmovsxbd" : "vpmovzxbd";
     const char* reg = host.avx512 ? "%zmm" : "%ymm";
     EXPECT_TRUE(std::regex_search(asm_text, std::regex(std::string(widen) + "[^\n]*" + reg))) << asm_text;

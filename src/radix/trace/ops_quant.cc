@@ -267,10 +267,7 @@ Tensor dequantize(const Tensor& values, const Tensor& scales) {
 
 bool quantized_matmul_in_registers(QuantFormat format, int64_t rows, int64_t n, int64_t k,
                                    const QuantizedMatmulOptions& options) {
-  if (format == QuantFormat::kQ4_0x16 || format == QuantFormat::kQ8_0x16)
-    return options.activations == QuantizedActivations::kInt8Blocks ||
-           quantized_matmul_in_registers(format == QuantFormat::kQ4_0x16 ? QuantFormat::kQ4_0 : QuantFormat::kQ8_0, rows,
-                                         n, k, options);
+  if (format == QuantFormat::kQ4_0x16 || format == QuantFormat::kQ8_0x16) return true;
   if (rows <= kQuantizedDotMaxRows) return true;
   if (options.activations != QuantizedActivations::kInt8Blocks || k % kQuantBlock != 0) return false;
   return k >= kQuantizedPromptMinK || (format == QuantFormat::kQ4_0 && n % 8 == 0) ||
@@ -298,10 +295,9 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
   const bool x16 = f == QuantFormat::kQ4_0x16 || f == QuantFormat::kQ8_0x16;
   if (x16 && options.activations != QuantizedActivations::kInt8Blocks) {
     // f32 activations, loops (m, R, i, kb, g, t) as below: W widened in
-    // registers (the CPU's f32_rows_kernel.cc); prompts dequantize W once.
-    if (!quantized_matmul_in_registers(f, M, N, K, options)) {
-      y = dot_general(x2, dequantize(values, scales), DotDims{{}, {}, {1}, {1}});
-    } else if (f == QuantFormat::kQ4_0x16) {
+    // registers (the CPU's f32_rows_kernel.cc; prompts: each row group
+    // dequantized once on the stack).
+    if (f == QuantFormat::kQ4_0x16) {
       auto [lo, hi] = block_halves(x2, M, K);
       y = emit_contraction("quantized_matmul", {reshape(lo, {M, KB, 4, 4}), reshape(hi, {M, KB, 4, 4}), values, scales},
                            {{0, 3, 4, 5}, {0, 3, 4, 5}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N, q4_f32_body,

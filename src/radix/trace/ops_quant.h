@@ -75,11 +75,12 @@ struct QuantizedMatmulOptions {
 // kernels, for k up to 32768 / 16384), which does repay it (Q8_0 at k =
 // 288: 2.8x dequantizing with 512-bit VNNI on Zen 5, 0.90-1.04x with Zen 3's
 // AVX2 code run there).
-// The x16 formats read W in registers at any row count with integer
-// activations, and with f32 ones up to kQuantizedDotMaxRows rows (W's
-// interleaved bytes widened to f32 as they are stored).
-// Other prompts dequantize W once per call to f32 and run the f32 matmul
-// schedule (x stays f32).
+// The x16 formats read W as it is stored at any row count: with integer
+// activations, and with f32 ones (decode rows widen W's interleaved bytes
+// to f32 in registers; prompts dequantize one 16-row group at a time into
+// a stack buffer that every row of x then reads).
+// Other prompts dequantize all of W once per call to f32 and run the f32
+// matmul schedule (x stays f32).
 Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales,
                         const QuantizedMatmulOptions& options = {});
 inline constexpr int64_t kQuantizedDotMaxRows = 16;

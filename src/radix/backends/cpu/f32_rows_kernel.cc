@@ -21,10 +21,13 @@
 // 4 FMAs; no horizontal sums inside the loop, no rewriting of W.
 //
 // Tiles: one row group (16 rows: one forward stream of W), over the threads
-// when the plan says so, each row of x in turn (at most
-// kQuantizedDotMaxRows of them: larger products dequantize W instead).
+// when the plan says so, each row of x in turn (decode steps: one or two
+// rows, see int8_kernel_plan). Prompts (plan.prompt) dequantize each row
+// group once into a stack buffer and run tiles of 4 (AVX-512) or 3 rows of
+// x against it: see build_prompt.
 #include "radix/backends/cpu/f32_rows_kernel.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -38,6 +41,12 @@ namespace radix {
 namespace {
 
 using mlir::Value;
+
+// A prompt's dequantized blocks per chunk (and so its stack buffer): 128
+// blocks, 4096 elements of k, 256 KiB of f32 for 16 rows (the integer
+// kernels' cap on their tiles' stack buffers); a longer k runs in chunks,
+// each adding its sums to the output.
+constexpr int64_t kPromptChunkBlocks = 128;
 
 class F32RowsKernelBuilder {
  public:
@@ -67,6 +76,11 @@ class F32RowsKernelBuilder {
         !shape_is(0, xs, f32) || (!plan_.q8 && !shape_is(1, xs, f32)) || !shape_is(w_op_, {NR, KB_, steps, 16, 4}, i8) ||
         !shape_is(w_op_ + 1, {NR, KB_, 16}, f16) || !shape_is(out, outs, f32))
       return false;
+    if (plan_.prompt && has_m_) {
+      build_prompt(NR);
+      op_.erase();
+      return true;
+    }
     auto body = [&](mlir::OpBuilder& b, Value r0) {
       mlir::OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
@@ -163,19 +177,163 @@ class F32RowsKernelBuilder {
       }
       mlir::scf::YieldOp::create(b_, loc_, total);
     }
-    // Pairs of vectors (2q rows x 4 partials) become one of 4q = L rows:
-    // the sum of the even and the odd lanes of the pair, twice.
-    llvm::SmallVector<int64_t> even, odd;
-    for (int64_t l = 0; l < L; ++l) {
-      even.push_back(2 * l);
-      odd.push_back(2 * l + 1);
-    }
-    auto fold = [&](Value a, Value b) { return add(shuffle(a, b, even), shuffle(a, b, odd)); };
-    Value rows = fold(fold(blocks.getResult(0), blocks.getResult(1)), fold(blocks.getResult(2), blocks.getResult(3)));
+    Value rows = fold_rows(blocks.getResult(0), blocks.getResult(1), blocks.getResult(2), blocks.getResult(3));
     Value out = op_.getDpsInitOperand(0)->get();
     llvm::SmallVector<Value> where = at_m(m, {r0, idx(L * p)});
     if (!plan_.overwrite) rows = add(mlir::vector::LoadOp::create(b_, loc_, vf, out, where), rows);
     mlir::vector::StoreOp::create(b_, loc_, rows, out, where);
+  }
+
+  // ---- Prompts -------------------------------------------------------------
+  // Per row group: blocks of W dequantized into `buf` [CB * 32, L] in the
+  // lanes' (row, t) order, (nibble - 8) * d or byte * d exactly as
+  // dequantize() computes them; row e * 4 + j of block kb's 32 holds vector j
+  // of x's elements 4e .. 4e + 3 (Q4_0: e < 4 low nibbles, e >= 4 high ones).
+  // Then tiles of tm rows of x: per block and e, tm 128-bit broadcasts of x
+  // and 4 loads of the buffer against 4 tm accumulators: FMAs only, W's
+  // widening and scaling paid once per group rather than per row of x.
+  void build_prompt(int64_t NR) {
+    const int64_t L = plan_.lanes, CB = std::min(KB_, kPromptChunkBlocks);
+    auto buf_type = mlir::MemRefType::get({CB * 32, L}, b_.getF32Type());
+    const bool parallel = plan_.parallel && NR > 1;
+    // As the integer kernels' tile buffers: once per thread (an alloca_scope
+    // in a parallel body), or once before a sequential loop.
+    auto alloc = [&] { return mlir::memref::AllocaOp::create(b_, loc_, buf_type, b_.getI64IntegerAttr(64)).getResult(); };
+    Value shared = parallel ? Value() : alloc();
+    auto body = [&](mlir::OpBuilder& b, Value r0) {
+      mlir::OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+      Value buf = shared;
+      if (parallel) {
+        enter_alloca_scope(b_, loc_);
+        buf = alloc();
+      }
+      for (int64_t p = 0; p < 16 / L; ++p) {
+        if (KB_ <= CB) {
+          emit_prompt_chunk(r0, p, buf, idx(0), idx(KB_), Value());
+          continue;
+        }
+        auto chunks = mlir::scf::ForOp::create(b_, loc_, idx(0), idx(KB_), idx(CB));
+        mlir::OpBuilder::InsertionGuard cg(b_);
+        b_.setInsertionPointToStart(chunks.getBody());
+        Value kc = chunks.getInductionVar();
+        Value ub = mlir::arith::MinSIOp::create(b_, loc_, mlir::arith::AddIOp::create(b_, loc_, kc, idx(CB)), idx(KB_));
+        Value first = mlir::arith::CmpIOp::create(b_, loc_, mlir::arith::CmpIPredicate::eq, kc, idx(0));
+        emit_prompt_chunk(r0, p, buf, kc, ub, first);
+      }
+    };
+    emit_tile_loop(b_, loc_, NR, parallel, body);
+  }
+
+  // Row index kl * 32 + c of the buffer.
+  Value buf_row(Value kl, int64_t c) {
+    return mlir::arith::AddIOp::create(b_, loc_, mlir::arith::MulIOp::create(b_, loc_, kl, idx(32)), idx(c));
+  }
+
+  // Blocks [kc, ub) of rows 16 r0 + L p ..: dequantized, then every row of
+  // x against them. `first`: the chunk starting at block 0 (null: the only
+  // chunk).
+  void emit_prompt_chunk(Value r0, int64_t p, Value buf, Value kc, Value ub, Value first) {
+    const int64_t L = plan_.lanes, q = L / 4;
+    auto vf = vec(L, b_.getF32Type()), vi = vec(L, b_.getI32Type()), vb = vec(L, b_.getI8Type());
+    {
+      auto blocks = mlir::scf::ForOp::create(b_, loc_, kc, ub, idx(1));
+      mlir::OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(blocks.getBody());
+      Value kb = blocks.getInductionVar(), kl = mlir::arith::SubIOp::create(b_, loc_, kb, kc);
+      Value s = mlir::arith::ExtFOp::create(
+          b_, loc_, vf,
+          mlir::vector::LoadOp::create(b_, loc_, vec(L, b_.getF16Type()), operand(w_op_ + 1), mlir::ValueRange{r0, kb, idx(L * p)})
+              .getResult());
+      Value minus8 = splat(vf, b_.getF32FloatAttr(-8)), mask = splat(vi, b_.getI32IntegerAttr(15)),
+            four = splat(vi, b_.getI32IntegerAttr(4));
+      for (int64_t j = 0; j < 4; ++j) {
+        llvm::SmallVector<int64_t> rows;
+        for (int64_t l = 0; l < L; ++l) rows.push_back(q * j + l / 4);
+        Value sj = shuffle(s, s, rows);
+        auto put = [&](int64_t e, Value w) {
+          mlir::vector::StoreOp::create(b_, loc_, mlir::arith::MulFOp::create(b_, loc_, w, sj), buf,
+                                        mlir::ValueRange{buf_row(kl, e * 4 + j), idx(0)});
+        };
+        for (int64_t grp = 0; grp < (plan_.q8 ? 8 : 4); ++grp) {
+          Value bytes = mlir::vector::LoadOp::create(b_, loc_, vb, operand(w_op_),
+                                                     mlir::ValueRange{r0, kb, idx(grp), idx(L * p + q * j), idx(0)});
+          if (plan_.q8) {
+            put(grp, mlir::arith::SIToFPOp::create(b_, loc_, vf, bytes));
+            continue;
+          }
+          Value wide = mlir::arith::ExtUIOp::create(b_, loc_, vi, bytes);
+          Value lo = mlir::arith::AndIOp::create(b_, loc_, wide, mask);
+          Value hi = mlir::arith::ShRUIOp::create(b_, loc_, wide, four);
+          put(grp, add(mlir::arith::UIToFPOp::create(b_, loc_, vf, lo), minus8));
+          put(4 + grp, add(mlir::arith::UIToFPOp::create(b_, loc_, vf, hi), minus8));
+        }
+      }
+    }
+    // Rows of x per tile: 4 on 32 registers (16 accumulators), 3 on 16 (12:
+    // all 16 in use with x's 3 and W's vector, no spills). Measured on Zen 5,
+    // one core, [128,768]·W[2048,768]ᵀ GFLOP/s (the f32 matmul 106-113):
+    // AVX-512 4 / 5 / 6 rows 109-111 alike; Zen 3's code there 2 / 3 / 4 rows
+    // 101 / 108-110 / 52 (spills).
+    const int64_t tm = L == 16 ? 4 : 3, whole = M_ / tm * tm;
+    if (whole > 0) {
+      auto rows = mlir::scf::ForOp::create(b_, loc_, idx(0), idx(whole), idx(tm));
+      mlir::OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(rows.getBody());
+      emit_prompt_rows(rows.getInductionVar(), tm, r0, p, buf, kc, ub, first);
+    }
+    if (M_ > whole) emit_prompt_rows(idx(whole), M_ - whole, r0, p, buf, kc, ub, first);
+  }
+
+  // Rows m0 .. m0 + tm of x times the buffer's blocks [kc, ub).
+  void emit_prompt_rows(Value m0, int64_t tm, Value r0, int64_t p, Value buf, Value kc, Value ub, Value first) {
+    const int64_t L = plan_.lanes;
+    auto vf = vec(L, b_.getF32Type());
+    Value zero = splat(vf, b_.getF32FloatAttr(0));
+    llvm::SmallVector<Value> m(static_cast<size_t>(tm), Value());
+    for (int64_t r = 0; r < tm; ++r) m[size_t(r)] = mlir::arith::AddIOp::create(b_, loc_, m0, idx(r));
+    auto blocks = mlir::scf::ForOp::create(b_, loc_, kc, ub, idx(1), llvm::SmallVector<Value>(size_t(4 * tm), zero));
+    {
+      mlir::OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(blocks.getBody());
+      Value kb = blocks.getInductionVar(), kl = mlir::arith::SubIOp::create(b_, loc_, kb, kc);
+      llvm::SmallVector<Value> acc(blocks.getRegionIterArgs().begin(), blocks.getRegionIterArgs().end());
+      for (int64_t e = 0; e < 8; ++e) {
+        const int half = plan_.q8 ? 0 : int(e / 4);
+        const int64_t grp = plan_.q8 ? e : e % 4;
+        llvm::SmallVector<Value> x(static_cast<size_t>(tm), Value());
+        for (int64_t r = 0; r < tm; ++r) x[size_t(r)] = x_pattern(half, m[size_t(r)], kb, grp);
+        for (int64_t j = 0; j < 4; ++j) {
+          Value w = mlir::vector::LoadOp::create(b_, loc_, vf, buf, mlir::ValueRange{buf_row(kl, e * 4 + j), idx(0)});
+          for (int64_t r = 0; r < tm; ++r) acc[size_t(r * 4 + j)] = fma(w, x[size_t(r)], acc[size_t(r * 4 + j)]);
+        }
+      }
+      mlir::scf::YieldOp::create(b_, loc_, acc);
+    }
+    Value out = op_.getDpsInitOperand(0)->get();
+    for (int64_t r = 0; r < tm; ++r) {
+      const unsigned a = unsigned(4 * r);
+      Value rows = fold_rows(blocks.getResult(a), blocks.getResult(a + 1), blocks.getResult(a + 2), blocks.getResult(a + 3));
+      llvm::SmallVector<Value> where = {m[size_t(r)], r0, idx(L * p)};
+      if (!plan_.overwrite || first) {
+        Value old = mlir::vector::LoadOp::create(b_, loc_, vf, out, where);
+        if (plan_.overwrite) old = mlir::arith::SelectOp::create(b_, loc_, first, zero, old);
+        rows = add(old, rows);
+      }
+      mlir::vector::StoreOp::create(b_, loc_, rows, out, where);
+    }
+  }
+
+  // Four vectors of L/4 rows x 4 partial sums (vector j: rows j L/4 ..) as
+  // one of the L rows in order: pairs' even and odd lanes added, twice.
+  Value fold_rows(Value a0, Value a1, Value a2, Value a3) {
+    llvm::SmallVector<int64_t> even, odd;
+    for (int64_t l = 0; l < plan_.lanes; ++l) {
+      even.push_back(2 * l);
+      odd.push_back(2 * l + 1);
+    }
+    auto fold = [&](Value a, Value b) { return add(shuffle(a, b, even), shuffle(a, b, odd)); };
+    return fold(fold(a0, a1), fold(a2, a3));
   }
 
   mlir::linalg::GenericOp op_;

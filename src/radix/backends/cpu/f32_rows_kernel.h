@@ -16,6 +16,9 @@ struct F32RowsKernelPlan {
   bool parallel = false;   // row groups over the threads (an scf.forall)
   int64_t lanes = 16;      // f32 lanes of a vector: 16 (AVX-512) or 8 (AVX2)
   bool overwrite = false;  // store the sums (the output is undefined before), don't add them
+  // A prompt (3 rows of x or more): each row group's W is dequantized
+  // once into a stack buffer, then read by tiles of x's rows (f32 FMAs only).
+  bool prompt = false;
 };
 
 // Replaces `op` by the kernel and returns true; false (nothing created) when

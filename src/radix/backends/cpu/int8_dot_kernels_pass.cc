@@ -1351,7 +1351,8 @@ class Int8DotKernelsPass : public mlir::PassWrapper<Int8DotKernelsPass, mlir::Op
           built = build_f32_rows_kernel(g, F32RowsKernelPlan{.q8 = format.getValue() == "q8_0x16_f32",
                                                              .parallel = plan.parallel,
                                                              .lanes = plan.wide ? 16 : 8,
-                                                             .overwrite = overwrite});
+                                                             .overwrite = overwrite,
+                                                             .prompt = plan.blocked});
         else if (plan.tm >= 1 && plan.tn >= 1)
           built = q4_rows || q8_rows ? RowsKernelBuilder(g, plan, q8_rows).build()
                   : format.getValue() == "q8_0" && plan.interleaved

@@ -72,7 +72,11 @@ Status quantize_matrices(const Platform& platform, QuantFormat f, Llama<Buffer>&
 // x16: decode stories15M Q8_0 1048-1058 -> 1450-1451 tok/s, Q4_0 1037-1041
 // -> 1351-1354; stories110M Q8_0 148-149 -> 179-196, Q4_0 123-126 -> 185
 // (the plain rows with one Q8_0 row per tile; with four, Q8_0 read 67);
-// prompts of 128 tokens (W dequantized per call either way) 0.96-1.0x.
+// prompts of 128 tokens (plain rows dequantize W per call, x16 ones one
+// row group at a time on the stack): stories110M Q4_0 543-546 -> 608-609,
+// Q8_0 544-558 -> 585-596 (two cores 982 -> 1142, 1018 -> 1051; Zen 3's
+// code 528 -> 591, 541 -> 586), stories15M Q4_0 6589-7008 -> 7589-7624,
+// Q8_0 6151-6636 -> 7417-7422.
 std::optional<QuantFormat> rows_format(const Platform& platform, const LlamaConfig& c) {
   if ((c.weight_quant != QuantFormat::kQ4_0 && c.weight_quant != QuantFormat::kQ8_0) || platform.name() != "cpu")
     return std::nullopt;
