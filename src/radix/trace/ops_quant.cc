@@ -1,5 +1,5 @@
 // Quantized contractions (ops_quant.h): one linalg.generic per product whose
-// body widens and scales the weight element, marked kQuantizedDotAttr so the
+// body widens and scales the weight element, marked quantized_dot::kAttr so the
 // CPU schedule gives it the dot-product register tiles of the decode
 // mat-vec (backends/cpu/schedule.cc) and elementwise fusion leaves it alone.
 #include "radix/trace/ops_quant.h"
@@ -12,6 +12,7 @@
 #include "radix/trace/ops.h"
 #include "radix/trace/ops_layout.h"
 #include "radix/trace/ops_math.h"
+#include "radix/trace/quantized_dot_marks.h"
 
 namespace radix {
 
@@ -20,13 +21,6 @@ using mlir::Value;
 
 namespace {
 
-// Read by the CPU backend (schedule.cc, fuse_elementwise_pass.cc).
-constexpr const char* kQuantizedDotAttr = "radix.quantized_dot";
-// Read by the CPU backend's schedule and its radix-int8-dot-kernels pass: the
-// format of a product its kernels take and so the order of its inputs (see
-// quantized_matmul): integer activations ("int8", "q8_0", "q4_0", "q8_0x16",
-// "q4_0x16"), or f32 ones times an x16 format ("q8_0x16_f32", "q4_0x16_f32").
-constexpr const char* kInt8DotAttr = "radix.int8_dot";
 
 std::string shapes(const Tensor& values, const Tensor& scales) {
   return values.shape().to_string() + ", " + scales.shape().to_string();
@@ -53,7 +47,7 @@ using BodyFn = std::function<Value(mlir::OpBuilder&, mlir::Location, mlir::Value
 // inputs' maps as lists of loop indices.
 //
 // `int8` (the products the CPU's kernels take): the op is also marked
-// kInt8DotAttr with this format; with
+// quantized_dot::kFormatAttr with this format; with
 // M == 1 its m loop is left out (maps given with m as loop 0 are shifted),
 // so that no unit loop is folded away (which rebuilds the op without marks).
 //
@@ -112,8 +106,8 @@ Tensor emit_contraction(const char* op, const std::vector<Tensor>& inputs,
         Value p = body(nb, nl, args.drop_back());
         mlir::linalg::YieldOp::create(nb, nl, mlir::arith::AddFOp::create(nb, nl, args.back(), p).getResult());
       });
-  g->setAttr(kQuantizedDotAttr, b.getUnitAttr());
-  if (int8) g->setAttr(kInt8DotAttr, b.getStringAttr(int8));
+  g->setAttr(quantized_dot::kAttr, b.getUnitAttr());
+  if (int8) g->setAttr(quantized_dot::kFormatAttr, b.getStringAttr(int8));
   Tensor y = wrap(ctx, g.getResult(0), out);
   return drop_m || row_groups ? reshape(y, {M, N}) : y;
 }
@@ -301,10 +295,10 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
       auto [lo, hi] = block_halves(x2, M, K);
       y = emit_contraction("quantized_matmul", {reshape(lo, {M, KB, 4, 4}), reshape(hi, {M, KB, 4, 4}), values, scales},
                            {{0, 3, 4, 5}, {0, 3, 4, 5}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N, q4_f32_body,
-                           "q4_0x16_f32", /*row_groups=*/true);
+                           quantized_dot::kQ4_0x16F32, /*row_groups=*/true);
     } else {
       y = emit_contraction("quantized_matmul", {reshape(x2, {M, KB, 8, 4}), values, scales},
-                           {{0, 3, 4, 5}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N, q8_f32_body, "q8_0x16_f32",
+                           {{0, 3, 4, 5}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N, q8_f32_body, quantized_dot::kQ8_0x16F32,
                            /*row_groups=*/true);
     }
   } else if (f == QuantFormat::kQ4_0x16) {
@@ -318,14 +312,14 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
     y = emit_contraction("quantized_matmul", {reshape(lo, {M, KB, 4, 4}), reshape(hi, {M, KB, 4, 4}), xd, values, scales},
                          {{0, 3, 4, 5}, {0, 3, 4, 5}, {0, 3}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N,
                          q4_int8_body,
-                         "q4_0x16", /*row_groups=*/true);
+                         quantized_dot::kQ4_0x16, /*row_groups=*/true);
   } else if (f == QuantFormat::kQ8_0x16) {
     // Loops (m, R, i, kb, g, t): row 16R + i of W times x's block kb, bytes
     // 4g + t of both. Inputs as the plain Q8_0 product's: x's bytes [M, KB,
     // 8, 4], x's scales, W's bytes [N/16, KB, 8, 16, 4] and scales [N/16, KB, 16].
     auto [xq, xd] = quantize_blocks(x2, M, K);
     y = emit_contraction("quantized_matmul", {reshape(xq, {M, KB, 8, 4}), xd, values, scales},
-                         {{0, 3, 4, 5}, {0, 3}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N, q8_int8_body, "q8_0x16",
+                         {{0, 3, 4, 5}, {0, 3}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N, q8_int8_body, quantized_dot::kQ8_0x16,
                          /*row_groups=*/true);
   } else if (!quantized_matmul_in_registers(f, M, N, K, options)) {
     y = dot_general(x2, dequantize(values, scales), DotDims{{}, {}, {1}, {1}});
@@ -340,7 +334,7 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
       y = emit_contraction("quantized_matmul", {lo, hi, xd, reshape(values, {N, KB, 16}), scales},
                            {{0, 2, 3}, {0, 2, 3}, {0, 2}, {1, 2, 3}, {1, 2}}, 4, M, N,
                            q4_int8_body,
-                           "q4_0");
+                           quantized_dot::kQ4_0);
     } else {
       const bool q8 = f == QuantFormat::kQ8_0;
       std::vector<Tensor> in = {xq, xd, reshape(values, {N, KB, kQuantBlock})};
@@ -354,7 +348,7 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
                              Value p = mlir::arith::MulIOp::create(b, l, i32(b, l, a[0]), i32(b, l, a[2]));
                              return scaled(b, l, p, q8 ? mul(b, l, a[1], widen(b, l, a[3])) : a[1]);
                            },
-                           q8 ? "q8_0" : "int8");
+                           q8 ? quantized_dot::kQ8_0 : quantized_dot::kInt8);
       if (!q8) y = y * reshape(scales, {1, N});
     }
   } else if (f == QuantFormat::kInt8PerChannel) {

@@ -1,6 +1,6 @@
 // The row-group kernel for Q8_0x16 / Q4_0x16 products with f32 activations
-// (trace/ops_quant.cc marks them radix.int8_dot = "q8_0x16_f32" /
-// "q4_0x16_f32"), built by the radix-int8-dot-kernels pass after
+// (trace/ops_quant.cc marks them quantized_dot::kQ8_0x16F32 / kQ4_0x16F32,
+// trace/quantized_dot_marks.h), built by the radix-int8-dot-kernels pass after
 // bufferization: W's interleaved bytes are widened to f32 in registers as
 // they are stored, never put back into plain rows (f32_rows_kernel.cc).
 #pragma once

@@ -18,6 +18,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "radix/backends/cpu/cpu_passes.h"
+#include "radix/trace/quantized_dot_marks.h"
 
 namespace radix {
 
@@ -33,7 +34,7 @@ bool generic_edge(mlir::OpOperand* fused) {
   if (!producer || !producer->hasOneUse()) return false;
   // Quantized contractions (trace/ops_quant.cc) keep the loops the schedule
   // tiles: a fused producer would be recomputed per weight row.
-  if (producer->hasAttr("radix.quantized_dot") || consumer->hasAttr("radix.quantized_dot")) return false;
+  if (producer->hasAttr(quantized_dot::kAttr) || consumer->hasAttr(quantized_dot::kAttr)) return false;
   const bool producer_ok = is_generic(producer) || llvm::isa<mlir::tensor::ExpandShapeOp, mlir::tensor::CollapseShapeOp>(producer);
   const bool consumer_ok = is_generic(consumer) || llvm::isa<mlir::tensor::ExpandShapeOp, mlir::tensor::CollapseShapeOp>(consumer);
   return producer_ok && consumer_ok && (is_generic(producer) || is_generic(consumer));

@@ -109,12 +109,12 @@
 #include "radix/backends/cpu/cpu_passes.h"
 #include "radix/backends/cpu/f32_rows_kernel.h"
 #include "radix/backends/cpu/kernel_loops.h"
+#include "radix/trace/quantized_dot_marks.h"
 
 namespace radix {
 
 namespace {
 
-constexpr const char* kInt8DotAttr = "radix.int8_dot";
 constexpr const char* kInt8KernelAttr = "radix.int8_kernel";
 // The output starts undefined (the schedule dropped its zero fill): the
 // kernel stores its sums; an op left as it is gets its fill back.
@@ -130,9 +130,9 @@ struct Roles {
 };
 
 std::optional<Roles> roles_of(llvm::StringRef format) {
-  if (format == "q8_0") return Roles{0, -1, 1, 2, 3};
-  if (format == "int8") return Roles{0, -1, 1, 2, -1};
-  if (format == "q4_0") return Roles{0, 1, 2, 3, 4};
+  if (format == quantized_dot::kQ8_0) return Roles{0, -1, 1, 2, 3};
+  if (format == quantized_dot::kInt8) return Roles{0, -1, 1, 2, -1};
+  if (format == quantized_dot::kQ4_0) return Roles{0, 1, 2, 3, 4};
   return std::nullopt;
 }
 
@@ -1336,26 +1336,28 @@ class Int8DotKernelsPass : public mlir::PassWrapper<Int8DotKernelsPass, mlir::Op
     });
     for (mlir::linalg::GenericOp g : ops) {
       auto plan_attr = g->getAttrOfType<mlir::DenseI64ArrayAttr>(kInt8KernelAttr);
-      auto format = g->getAttrOfType<mlir::StringAttr>(kInt8DotAttr);
+      auto format = g->getAttrOfType<mlir::StringAttr>(quantized_dot::kFormatAttr);
       const bool overwrite = g->hasAttr(kInt8OverwriteAttr);
       g->removeAttr(kInt8KernelAttr);
       g->removeAttr(kInt8OverwriteAttr);
       std::optional<Roles> roles = format ? roles_of(format.getValue()) : std::nullopt;
-      const bool q4_rows = format && format.getValue() == "q4_0x16", q8_rows = format && format.getValue() == "q8_0x16";
-      const bool f32_rows = format && (format.getValue() == "q4_0x16_f32" || format.getValue() == "q8_0x16_f32");
+      const bool q4_rows = format && format.getValue() == quantized_dot::kQ4_0x16,
+                 q8_rows = format && format.getValue() == quantized_dot::kQ8_0x16;
+      const bool f32_rows = format && (format.getValue() == quantized_dot::kQ4_0x16F32 ||
+                                     format.getValue() == quantized_dot::kQ8_0x16F32);
       bool built = false;
       if (plan_attr && plan_attr.size() == 7 && (roles || q4_rows || q8_rows || f32_rows)) {
         llvm::ArrayRef<int64_t> p = plan_attr.asArrayRef();
         const Plan plan{p[0], p[1], p[2] != 0, p[3] != 0, p[4] != 0, p[5] != 0, p[6] != 0, overwrite};
         if (f32_rows)
-          built = build_f32_rows_kernel(g, F32RowsKernelPlan{.q8 = format.getValue() == "q8_0x16_f32",
+          built = build_f32_rows_kernel(g, F32RowsKernelPlan{.q8 = format.getValue() == quantized_dot::kQ8_0x16F32,
                                                              .parallel = plan.parallel,
                                                              .lanes = plan.wide ? 16 : 8,
                                                              .overwrite = overwrite,
                                                              .prompt = plan.blocked});
         else if (plan.tm >= 1 && plan.tn >= 1)
           built = q4_rows || q8_rows ? RowsKernelBuilder(g, plan, q8_rows).build()
-                  : format.getValue() == "q8_0" && plan.interleaved
+                  : format.getValue() == quantized_dot::kQ8_0 && plan.interleaved
                       ? RowsKernelBuilder(g, plan, true, /*gather=*/true).build()
                       : KernelBuilder(g, *roles, plan).build();
       }

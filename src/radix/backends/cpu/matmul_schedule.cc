@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
+#include "radix/trace/quantized_dot_marks.h"
 
 namespace radix::cpu_schedule {
 
@@ -13,8 +14,6 @@ constexpr const char* kStreamMark = "radix.stream_loop";
 // Batched products' reduction loops: reads of a per-batch slab prefetch the
 // next batch's (radix-prefetch-next-batch).
 constexpr const char* kBatchStreamMark = "radix.batch_stream_loop";
-// Set by trace/ops_quant.cc on its contractions.
-constexpr const char* kQuantizedDotAttr = "radix.quantized_dot";
 
 // ---- Tuning knobs -----------------------------------------------------------
 // Measured on AMD EPYC (Zen 3, AVX2, 1 thread), 1024^3 f32: see bench/README.md.
@@ -479,7 +478,7 @@ static bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp o
 // Recognized by its structure, not only by its mark: the fuse stage's
 // unit-dim folding rebuilds the op (a decode step's single row) without it.
 bool is_quantized_dot(mlir::linalg::LinalgOp op) {
-  if (op->hasAttr(kQuantizedDotAttr)) return true;
+  if (op->hasAttr(quantized_dot::kAttr)) return true;
   if (!llvm::isa<mlir::linalg::GenericOp>(op.getOperation()) || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() == 0 || !all_static(op))
     return false;
@@ -543,7 +542,7 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
 }
 
 // An integer-activation quantized product (trace/ops_quant.cc marks it
-// kInt8DotAttr with its format) is left to the radix-int8-dot-kernels pass
+// quantized_dot::kFormatAttr with its format) is left to the radix-int8-dot-kernels pass
 // (after bufferization) on hosts with AVX2: its 32-byte blocks are integer
 // dot products there (vpmaddubsw + vpmaddwd, or VNNI's vpdpbusd), which the
 // vectorizer would widen to i32 lane by lane instead. The plan it gets:
@@ -566,7 +565,6 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
 // 18.4 / 8.3; int8 65536x768 9.6 / 5.4; in cache (2048x768) 17.1 / 24.6, the
 // price. Q4_0 (half the bytes, bound by its nibble unpacking) keeps 4 rows:
 // out of cache 14.8-16.3 / 12.7-16.3, in cache 13.8 / 17.1.
-constexpr const char* kInt8DotAttr = "radix.int8_dot";
 constexpr int64_t kInt8BlockedMinRows = 16;
 constexpr int64_t kInt8InterleavedMaxK = 32768;
 constexpr int64_t kF32PromptMinRows = 3;  // see int8_kernel_plan
@@ -604,12 +602,12 @@ std::optional<std::vector<int64_t>> rows_kernel_plan(llvm::ArrayRef<int64_t> r, 
 
 std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, int threads,
                                                     const Int8Target& host) {
-  if (!host.avx2 || !op->hasAttr(kInt8DotAttr) || !all_static(op)) return std::nullopt;
+  if (!host.avx2 || !op->hasAttr(quantized_dot::kFormatAttr) || !all_static(op)) return std::nullopt;
   llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
-  auto format = op->getAttrOfType<mlir::StringAttr>(kInt8DotAttr);
+  auto format = op->getAttrOfType<mlir::StringAttr>(quantized_dot::kFormatAttr);
   const llvm::StringRef f = format ? format.getValue() : llvm::StringRef();
-  if (f == "q4_0x16" || f == "q8_0x16") return rows_kernel_plan(r, threads, host);
-  if (f == "q4_0x16_f32" || f == "q8_0x16_f32") {
+  if (f == quantized_dot::kQ4_0x16 || f == quantized_dot::kQ8_0x16) return rows_kernel_plan(r, threads, host);
+  if (f == quantized_dot::kQ4_0x16F32 || f == quantized_dot::kQ8_0x16F32) {
     // f32 activations (f32_rows_kernel.cc): one row group per tile; `wide`
     // is 16 f32 lanes, `blocked` a prompt (W dequantized on the stack once
     // per group, then tiles of x's rows) from kF32PromptMinRows rows on.
@@ -627,7 +625,7 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   if (r.size() != 3 && r.size() != 4) return std::nullopt;
   const bool has_m = r.size() == 4;
   const int64_t M = has_m ? r[0] : 1, N = r[has_m ? 1 : 0], K = r[has_m ? 2 : 1] * 32;
-  const bool byte_weights = format && f != "q4_0";
+  const bool byte_weights = format && f != quantized_dot::kQ4_0;
   int64_t tn = byte_weights ? 1 : largest_divisor(N, {kDotRows, 2, 1});
   int64_t tm = 1;
   for (int64_t c : {3, 2})
@@ -653,7 +651,7 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   // Q8_0 prompts with whole groups of 16 weight rows likewise: the Q8_0x16
   // tiles over each group rewritten on the stack (see the pass; 512 bytes
   // per block, the cap of Q4_0's 16-row tiles), 16 rows on every ISA.
-  const bool q8_groups = blocked && f == "q8_0" && N % 16 == 0 && K <= kInt8InterleavedMaxK / 2;
+  const bool q8_groups = blocked && f == quantized_dot::kQ8_0 && N % 16 == 0 && K <= kInt8InterleavedMaxK / 2;
   const bool interleaved = q8_groups || (blocked && !byte_weights && N % 8 == 0 && K <= kInt8InterleavedMaxK);
   // 512-bit vpdpbusd: two blocks per instruction, or 16 interleaved weight
   // rows (N a multiple of 16; twice the stack per element of k, so half
@@ -700,7 +698,7 @@ std::optional<std::vector<int64_t>> bf16_kernel_plan(mlir::linalg::LinalgOp op, 
 void int8_outputs_without_fills(mlir::ModuleOp module, int threads, const Int8Target& host) {
   llvm::SmallVector<mlir::linalg::LinalgOp> ops;
   module.walk([&](mlir::linalg::LinalgOp op) {
-    if (op->hasAttr(kInt8DotAttr) && op.getNumDpsInits() == 1 && int8_kernel_plan(op, threads, host)) ops.push_back(op);
+    if (op->hasAttr(quantized_dot::kFormatAttr) && op.getNumDpsInits() == 1 && int8_kernel_plan(op, threads, host)) ops.push_back(op);
   });
   for (mlir::linalg::LinalgOp op : ops) {
     mlir::OpOperand* init = op.getDpsInitOperand(0);
