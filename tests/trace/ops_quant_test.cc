@@ -508,15 +508,16 @@ TEST(Quant, Q4RowsMatchDequantizedReference) {
 // and 32 blocks. Prompts (from 3 rows: each group dequantized on the stack
 // once): tiles of 4 rows (AVX-512) or 3 (AVX2) with every remainder (m =
 // 3, 16, 20, 37, 128, 18, 19), 1 to 130 blocks (past 128 the blocks run in
-// chunks, each adding to the output, the last one short); one row group
-// (n = 16: its unit loop folded away, the product left to the schedules'
-// loops). One and two threads.
+// chunks, each adding to the output, the last one short); a long prompt
+// in blocks of rows of x (m = 301 at k = 8192: 252 rows, then 49); one row
+// group (n = 16: its unit loop folded away, the product left to the
+// schedules' loops). One and two threads.
 TEST(Quant, X16RowsWithF32ActivationsMatchDequantizedReference) {
   struct Mnk { int64_t m, n, k; };
   for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16})
     for (const std::string& t : host_and_zen3()) {
       for (Mnk s : {Mnk{1, 16, 32}, Mnk{1, 48, 96}, Mnk{1, 80, 288}, Mnk{2, 32, 1024}, Mnk{3, 32, 64}, Mnk{16, 32, 64},
-                    Mnk{20, 48, 96}, Mnk{37, 32, 32}, Mnk{128, 32, 288}, Mnk{18, 32, 4160}, Mnk{17, 16, 64}})
+                    Mnk{20, 48, 96}, Mnk{37, 32, 32}, Mnk{128, 32, 288}, Mnk{18, 32, 4160}, Mnk{17, 16, 64}, Mnk{301, 32, 8192}})
         check_product(f, s.m, s.n, s.k, 1, QuantizedActivations::kF32, t);
       check_product(f, 1, 512, 256, 2, QuantizedActivations::kF32, t);
       check_product(f, 5, 64, 96, 2, QuantizedActivations::kF32, t);
