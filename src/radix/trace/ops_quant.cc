@@ -21,7 +21,6 @@ using mlir::Value;
 
 namespace {
 
-
 std::string shapes(const Tensor& values, const Tensor& scales) {
   return values.shape().to_string() + ", " + scales.shape().to_string();
 }

@@ -1,8 +1,8 @@
 // The marks trace/ops_quant.cc puts on the linalg.generic of each quantized
-// product, and that the CPU backend's schedule (matmul_schedule.cc,
-// schedule.cc), fusion (fuse_elementwise_pass.cc) and kernels
-// (int8_dot_kernels_pass.cc, f32_rows_kernel.cc) read: spelled once here so
-// that both sides agree.
+// product, and that the CPU backend's schedule (matmul_schedule.cc), fusion
+// (fuse_elementwise_pass.cc) and kernels (int8_dot_kernels_pass.cc, which
+// builds f32_rows_kernel.cc's) read: spelled once here so that both sides
+// agree.
 #pragma once
 
 namespace radix::quantized_dot {

@@ -118,12 +118,45 @@ class F32RowsKernelBuilder {
     return shuffle(v, v, mask);
   }
 
+  // W's bytes of vector j (L/4 rows x 4 bytes: rows 16 r0 + L p + L/4 j ..)
+  // in byte group grp of block kb.
+  Value w_bytes(Value r0, Value kb, int64_t grp, int64_t p, int64_t j) {
+    const int64_t L = plan_.lanes;
+    return mlir::vector::LoadOp::create(b_, loc_, vec(L, b_.getI8Type()), operand(w_op_),
+                                        mlir::ValueRange{r0, kb, idx(grp), idx(L * p + L / 4 * j), idx(0)});
+  }
+
+  // Q4_0 bytes' low and high nibbles as f32 lanes.
+  std::pair<Value, Value> nibbles(Value bytes) {
+    auto vi = vec(plan_.lanes, b_.getI32Type()), vf = vec(plan_.lanes, b_.getF32Type());
+    Value wide = mlir::arith::ExtUIOp::create(b_, loc_, vi, bytes);
+    Value lo = mlir::arith::AndIOp::create(b_, loc_, wide, splat(vi, b_.getI32IntegerAttr(15)));
+    Value hi = mlir::arith::ShRUIOp::create(b_, loc_, wide, splat(vi, b_.getI32IntegerAttr(4)));
+    return {mlir::arith::UIToFPOp::create(b_, loc_, vf, lo), mlir::arith::UIToFPOp::create(b_, loc_, vf, hi)};
+  }
+
+  // Block kb's scales of rows 16 r0 + L p .. in the lanes' (row, t) order,
+  // one vector per j: lane l of vector j is row L/4 j + l / 4.
+  llvm::SmallVector<Value> lane_scales(Value r0, Value kb, int64_t p) {
+    const int64_t L = plan_.lanes;
+    Value s = mlir::arith::ExtFOp::create(
+        b_, loc_, vec(L, b_.getF32Type()),
+        mlir::vector::LoadOp::create(b_, loc_, vec(L, b_.getF16Type()), operand(w_op_ + 1), mlir::ValueRange{r0, kb, idx(L * p)})
+            .getResult());
+    llvm::SmallVector<Value> out;
+    for (int64_t j = 0; j < 4; ++j) {
+      llvm::SmallVector<int64_t> rows;
+      for (int64_t l = 0; l < L; ++l) rows.push_back(L / 4 * j + l / 4);
+      out.push_back(shuffle(s, s, rows));
+    }
+    return out;
+  }
+
   // Rows 16 r0 + L p .. + L of x's row m: 4 vectors of L/4 rows x 4 partial
   // sums over the blocks, then summed into one vector of the L rows.
   void emit_pass(Value m, Value r0, int64_t p) {
-    const int64_t L = plan_.lanes, q = L / 4;
-    mlir::Type f32 = b_.getF32Type(), i32 = b_.getI32Type();
-    auto vf = vec(L, f32), vi = vec(L, i32), vb = vec(L, b_.getI8Type());
+    const int64_t L = plan_.lanes;
+    auto vf = vec(L, b_.getF32Type());
     Value zero = splat(vf, b_.getF32FloatAttr(0));
     llvm::SmallVector<Value> init(4, zero);
     auto blocks = mlir::scf::ForOp::create(b_, loc_, idx(0), idx(KB_), idx(1), init);
@@ -138,46 +171,31 @@ class F32RowsKernelBuilder {
         chain[size_t(c)][j] = chain[size_t(c)][j] ? fma(w, x, chain[size_t(c)][j])
                                                   : mlir::arith::MulFOp::create(b_, loc_, w, x).getResult();
       };
-      auto w_bytes = [&](int64_t grp, size_t j) {
-        return mlir::vector::LoadOp::create(b_, loc_, vb, operand(w_op_),
-                                            mlir::ValueRange{r0, kb, idx(grp), idx(L * p + q * int64_t(j)), idx(0)})
-            .getResult();
-      };
       Value xsum;  // Q4_0: the block's sum of x, as (t) partial sums
       if (plan_.q8) {
         for (int64_t grp = 0; grp < 8; ++grp) {
           Value x = x_pattern(0, m, kb, grp);
           for (size_t j = 0; j < 4; ++j)
-            accumulate(int(grp % 2), j, mlir::arith::SIToFPOp::create(b_, loc_, vf, w_bytes(grp, j)), x);
+            accumulate(int(grp % 2), j, mlir::arith::SIToFPOp::create(b_, loc_, vf, w_bytes(r0, kb, grp, p, int64_t(j))), x);
         }
       } else {
-        Value mask = splat(vi, b_.getI32IntegerAttr(15)), four = splat(vi, b_.getI32IntegerAttr(4));
         for (int64_t grp = 0; grp < 4; ++grp) {
           Value xl = x_pattern(0, m, kb, grp), xh = x_pattern(1, m, kb, grp);
           Value both = add(xl, xh);
           xsum = xsum ? add(xsum, both) : both;
           for (size_t j = 0; j < 4; ++j) {
-            Value bytes = mlir::arith::ExtUIOp::create(b_, loc_, vi, w_bytes(grp, j));
-            Value hi = mlir::arith::ShRUIOp::create(b_, loc_, bytes, four);
-            Value lo = mlir::arith::AndIOp::create(b_, loc_, bytes, mask);
-            accumulate(0, j, mlir::arith::UIToFPOp::create(b_, loc_, vf, lo), xl);
-            accumulate(1, j, mlir::arith::UIToFPOp::create(b_, loc_, vf, hi), xh);
+            auto [lo, hi] = nibbles(w_bytes(r0, kb, grp, p, int64_t(j)));
+            accumulate(0, j, lo, xl);
+            accumulate(1, j, hi, xh);
           }
         }
         xsum = mlir::arith::MulFOp::create(b_, loc_, xsum, splat(vf, b_.getF32FloatAttr(-8)));
       }
-      // The rows' scales in the lanes' (row, t) order: lane l of vector j
-      // is row q j + l / 4.
-      Value s = mlir::arith::ExtFOp::create(
-          b_, loc_, vf,
-          mlir::vector::LoadOp::create(b_, loc_, vec(L, b_.getF16Type()), operand(w_op_ + 1), mlir::ValueRange{r0, kb, idx(L * p)})
-              .getResult());
+      llvm::SmallVector<Value> s = lane_scales(r0, kb, p);
       for (size_t j = 0; j < 4; ++j) {
-        llvm::SmallVector<int64_t> rows;
-        for (int64_t l = 0; l < L; ++l) rows.push_back(q * int64_t(j) + l / 4);
         Value sums = add(chain[0][j], chain[1][j]);
         if (xsum) sums = add(sums, xsum);
-        total[j] = fma(sums, shuffle(s, s, rows), total[j]);
+        total[j] = fma(sums, s[j], total[j]);
       }
       mlir::scf::YieldOp::create(b_, loc_, total);
     }
@@ -260,39 +278,29 @@ class F32RowsKernelBuilder {
   // x against them. `first`: the chunk starting at block 0 (null: the only
   // chunk).
   void emit_prompt_chunk(Value r0, int64_t p, Value buf, Value kc, Value ub, Value first) {
-    const int64_t L = plan_.lanes, q = L / 4;
-    auto vf = vec(L, b_.getF32Type()), vi = vec(L, b_.getI32Type()), vb = vec(L, b_.getI8Type());
+    const int64_t L = plan_.lanes;
+    auto vf = vec(L, b_.getF32Type());
     {
       auto blocks = mlir::scf::ForOp::create(b_, loc_, kc, ub, idx(1));
       mlir::OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPointToStart(blocks.getBody());
       Value kb = blocks.getInductionVar(), kl = mlir::arith::SubIOp::create(b_, loc_, kb, kc);
-      Value s = mlir::arith::ExtFOp::create(
-          b_, loc_, vf,
-          mlir::vector::LoadOp::create(b_, loc_, vec(L, b_.getF16Type()), operand(w_op_ + 1), mlir::ValueRange{r0, kb, idx(L * p)})
-              .getResult());
-      Value minus8 = splat(vf, b_.getF32FloatAttr(-8)), mask = splat(vi, b_.getI32IntegerAttr(15)),
-            four = splat(vi, b_.getI32IntegerAttr(4));
+      llvm::SmallVector<Value> s = lane_scales(r0, kb, p);
+      Value minus8 = splat(vf, b_.getF32FloatAttr(-8));
       for (int64_t j = 0; j < 4; ++j) {
-        llvm::SmallVector<int64_t> rows;
-        for (int64_t l = 0; l < L; ++l) rows.push_back(q * j + l / 4);
-        Value sj = shuffle(s, s, rows);
         auto put = [&](int64_t e, Value w) {
-          mlir::vector::StoreOp::create(b_, loc_, mlir::arith::MulFOp::create(b_, loc_, w, sj), buf,
+          mlir::vector::StoreOp::create(b_, loc_, mlir::arith::MulFOp::create(b_, loc_, w, s[size_t(j)]), buf,
                                         mlir::ValueRange{buf_row(kl, e * 4 + j), idx(0)});
         };
         for (int64_t grp = 0; grp < (plan_.q8 ? 8 : 4); ++grp) {
-          Value bytes = mlir::vector::LoadOp::create(b_, loc_, vb, operand(w_op_),
-                                                     mlir::ValueRange{r0, kb, idx(grp), idx(L * p + q * j), idx(0)});
+          Value bytes = w_bytes(r0, kb, grp, p, j);
           if (plan_.q8) {
             put(grp, mlir::arith::SIToFPOp::create(b_, loc_, vf, bytes));
             continue;
           }
-          Value wide = mlir::arith::ExtUIOp::create(b_, loc_, vi, bytes);
-          Value lo = mlir::arith::AndIOp::create(b_, loc_, wide, mask);
-          Value hi = mlir::arith::ShRUIOp::create(b_, loc_, wide, four);
-          put(grp, add(mlir::arith::UIToFPOp::create(b_, loc_, vf, lo), minus8));
-          put(4 + grp, add(mlir::arith::UIToFPOp::create(b_, loc_, vf, hi), minus8));
+          auto [lo, hi] = nibbles(bytes);
+          put(grp, add(lo, minus8));
+          put(4 + grp, add(hi, minus8));
         }
       }
     }
