@@ -96,7 +96,11 @@ void check_product(QuantFormat f, int64_t m, int64_t n, int64_t k, int threads,
   const Shape xs(DType::kF32, {m, k});
   // The x16 formats' f32-activation products have kernels too.
   const bool x16 = f == QuantFormat::kQ4_0x16 || f == QuantFormat::kQ8_0x16;
-  const bool kernels_matter = int8 || (x16 && quantized_matmul_in_registers(f, m, n, k, QuantizedMatmulOptions{acts}));
+  // So do plain Q4_0 / Q8_0 prompts with f32 activations (16 rows at a time).
+  const bool plain_groups = (f == QuantFormat::kQ4_0 || f == QuantFormat::kQ8_0) && m >= kQuantizedF32GroupMinRows &&
+                            n % 16 == 0 && acts == QuantizedActivations::kF32;
+  const bool kernels_matter =
+      int8 || plain_groups || (x16 && quantized_matmul_in_registers(f, m, n, k, QuantizedMatmulOptions{acts}));
   for (bool kernels : {true, false}) {
     if (!kernels && !kernels_matter) continue;
     SCOPED_TRACE(kernels ? "int8 kernels on" : "int8 kernels off");
@@ -525,6 +529,26 @@ TEST(Quant, X16RowsWithF32ActivationsMatchDequantizedReference) {
     }
 }
 
+// Plain Q4_0 (from 3 rows of x) and Q8_0 (past 16 rows) prompts with f32
+// activations and n a multiple of 16: each group of 16 rows dequantized
+// into the x16 lane order on the stack (a 4 x 4 transpose of 128-bit
+// pieces on AVX-512, 2 x 4 on AVX2), then the x16 prompts' row tiles: 4-,
+// 3-, 2- and 1-row tiles of x, 1-3 row groups (n = 16: one), 1-9 blocks,
+// k past one chunk of 4096 (4160), m = 301 at k = 8192 (rows of x in
+// blocks); n = 40 (not whole groups: dequantized whole) and Q8_0 at 16
+// rows (its decode tiles); one and two threads; host and Zen 3 code.
+TEST(Quant, PlainRowsWithF32ActivationsMatchDequantizedReference) {
+  struct Mnk { int64_t m, n, k; };
+  for (QuantFormat f : {QuantFormat::kQ4_0, QuantFormat::kQ8_0})
+    for (const std::string& t : host_and_zen3()) {
+      for (Mnk s : {Mnk{3, 32, 64}, Mnk{5, 48, 96}, Mnk{16, 32, 64}, Mnk{17, 16, 64}, Mnk{20, 48, 96}, Mnk{37, 32, 32},
+                    Mnk{128, 32, 288}, Mnk{18, 32, 4160}, Mnk{24, 40, 64}, Mnk{301, 32, 8192}})
+        check_product(f, s.m, s.n, s.k, 1, QuantizedActivations::kF32, t);
+      check_product(f, 19, 64, 4160, 2, QuantizedActivations::kF32, t);
+      check_product(f, 22, 64, 96, 2, QuantizedActivations::kF32, t);
+    }
+}
+
 // Q8_0x16: the same shapes through the VNNI kernels (W's signed bytes read
 // as w + 128), and compiled for Zen 3 (AVX2: |w| times x with w's sign).
 TEST(Quant, Q8RowsMatchDequantizedReference) {
@@ -626,6 +650,37 @@ TEST(Quant, X16RowsWithF32ActivationsWidenWInRegisters) {
     const char* reg = host.avx512 ? "%zmm" : "%ymm";
     EXPECT_TRUE(std::regex_search(asm_text, std::regex(std::string(widen) + "[^\n]*" + reg))) << asm_text;
     EXPECT_TRUE(std::regex_search(asm_text, std::regex(std::string("vcvtdq2ps[^\n]*") + reg))) << asm_text;
+    EXPECT_TRUE(std::regex_search(asm_text, std::regex("vbroadcastf(32x4|128)"))) << asm_text;
+    EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
+  }
+}
+
+// Plain Q4_0 / Q8_0 prompts with f32 activations: the product replaced by
+// the row-group kernel (x's 4 values broadcast as one 128-bit lane, no
+// horizontal sums), W's bytes widened as they are read (not copied), and
+// W never dequantized whole (no f32 [64, 256] buffer: it was, before).
+TEST(Quant, PlainRowsWithF32ActivationsDequantizeOneGroupAtATime) {
+  const Int8Target host = int8_target("");
+  if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the row-group kernels are not used here";
+  for (QuantFormat f : {QuantFormat::kQ4_0, QuantFormat::kQ8_0}) {
+    SCOPED_TRACE(name(f));
+    DumpDir dir(std::string(name(f)) + "-plain-f32");
+    io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, 79), 64, 256);
+    CompileFnOptions o;
+    o.compile.diagnostics.dump = {"bufferize", "asm"};
+    o.compile.diagnostics.dump_dir = dir.path().string();
+    must(compile_fn(cpu(), o,
+                    [](Tensor a, Tensor v, Tensor s) {
+                      return quantized_matmul(a, v, s, QuantizedMatmulOptions{QuantizedActivations::kF32});
+                    },
+                    Shape(DType::kF32, {48, 256}), q.values_shape, q.scales_shape));
+    const std::string ir = testing::stage_dump(dir.path(), "bufferize.mlir");
+    const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
+    EXPECT_EQ(ir.find("radix.int8_dot"), std::string::npos) << "the product was not replaced: " << ir;
+    EXPECT_FALSE(std::regex_search(ir, std::regex("memref.copy[^\n]*xi8|alloca?\\([^\n]*xi8>"))) << "W was copied: " << ir;
+    EXPECT_EQ(ir.find("64x256xf32"), std::string::npos) << "W was dequantized whole: " << ir;
+    const char* widen = f == QuantFormat::kQ8_0 ? "vpmovsxbd" : "vpmovzxbd";
+    EXPECT_NE(asm_text.find(widen), std::string::npos) << asm_text;
     EXPECT_TRUE(std::regex_search(asm_text, std::regex("vbroadcastf(32x4|128)"))) << asm_text;
     EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
   }

@@ -258,11 +258,31 @@ Tensor dequantize(const Tensor& values, const Tensor& scales) {
   return values;
 }
 
+namespace {
+
+// Plain Q8_0 / Q4_0 rows times f32 activations read 16 rows at a time
+// (the prompt form below): Q4_0 from kQuantizedF32GroupMinRows rows of x,
+// Q8_0 past kQuantizedDotMaxRows, where it used to be dequantized whole.
+// Measured on Zen 5, one core, [m,768]·W[2048,768]ᵀ GFLOP/s, the decode
+// tiles (each row of x widening W again) / the row groups: Q4_0 m = 3 36 /
+// 43, 4 59 / 52, 8 59 / 69, 16 58 / 80-84 (Zen 3's code there: m = 4 28 /
+// 46, 16 27 / 83); Q8_0 m = 4 82 / 57, 8 82 / 75, 16 81 / 70-86 (Zen 3's
+// code 74 / 41, 74 / 62, 74 / 74): its bytes widen in one instruction.
+bool plain_f32_row_groups(QuantFormat f, int64_t M, int64_t N, const QuantizedMatmulOptions& options) {
+  if (options.activations == QuantizedActivations::kInt8Blocks || N % kQuantRowGroup != 0) return false;
+  return (f == QuantFormat::kQ4_0 && M >= kQuantizedF32GroupMinRows) ||
+         (f == QuantFormat::kQ8_0 && M > kQuantizedDotMaxRows);
+}
+
+}  // namespace
+
 bool quantized_matmul_in_registers(QuantFormat format, int64_t rows, int64_t n, int64_t k,
                                    const QuantizedMatmulOptions& options) {
   if (format == QuantFormat::kQ4_0x16 || format == QuantFormat::kQ8_0x16) return true;
   if (rows <= kQuantizedDotMaxRows) return true;
-  if (options.activations != QuantizedActivations::kInt8Blocks || k % kQuantBlock != 0) return false;
+  if (options.activations != QuantizedActivations::kInt8Blocks)
+    return (format == QuantFormat::kQ4_0 || format == QuantFormat::kQ8_0) && n % kQuantRowGroup == 0;
+  if (k % kQuantBlock != 0) return false;
   return k >= kQuantizedPromptMinK || (format == QuantFormat::kQ4_0 && n % 8 == 0) ||
          (format == QuantFormat::kQ8_0 && n % 16 == 0);
 }
@@ -298,6 +318,26 @@ Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& sca
     } else {
       y = emit_contraction("quantized_matmul", {reshape(x2, {M, KB, 8, 4}), values, scales},
                            {{0, 3, 4, 5}, {1, 3, 4, 2, 5}, {1, 3, 2}}, 6, M, N, q8_f32_body, quantized_dot::kQ8_0x16F32,
+                           /*row_groups=*/true);
+    }
+  } else if (plain_f32_row_groups(f, M, N, options)) {
+    // f32 activations, a prompt: loops (m, R, i, kb, g, t) as the x16
+    // forms', W's plain rows read as [N/16, 16, KB, 8 or 4, 4] (the CPU's
+    // f32_rows_kernel.cc dequantizes one group of 16 rows at a time on the
+    // stack: W is never dequantized whole).
+    const int64_t NR = N / kQuantRowGroup;
+    Tensor s = reshape(scales, {NR, kQuantRowGroup, KB});
+    if (f == QuantFormat::kQ4_0) {
+      auto [lo, hi] = block_halves(x2, M, K);
+      y = emit_contraction("quantized_matmul",
+                           {reshape(lo, {M, KB, 4, 4}), reshape(hi, {M, KB, 4, 4}),
+                            reshape(values, {NR, kQuantRowGroup, KB, 4, 4}), s},
+                           {{0, 3, 4, 5}, {0, 3, 4, 5}, {1, 2, 3, 4, 5}, {1, 2, 3}}, 6, M, N, q4_f32_body,
+                           quantized_dot::kQ4_0F32, /*row_groups=*/true);
+    } else {
+      y = emit_contraction("quantized_matmul",
+                           {reshape(x2, {M, KB, 8, 4}), reshape(values, {NR, kQuantRowGroup, KB, 8, 4}), s},
+                           {{0, 3, 4, 5}, {1, 2, 3, 4, 5}, {1, 2, 3}}, 6, M, N, q8_f32_body, quantized_dot::kQ8_0F32,
                            /*row_groups=*/true);
     }
   } else if (f == QuantFormat::kQ4_0x16) {

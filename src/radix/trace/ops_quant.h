@@ -79,12 +79,17 @@ struct QuantizedMatmulOptions {
 // activations, and with f32 ones (decode rows widen W's interleaved bytes
 // to f32 in registers; prompts dequantize one 16-row group at a time into
 // a stack buffer that every row of x then reads).
+// So do plain Q4_0 rows with f32 activations from kQuantizedF32GroupMinRows
+// rows of x on and plain Q8_0 rows past kQuantizedDotMaxRows (below that
+// their decode tiles are faster), where n is a multiple of 16: their rows,
+// 16 at a time, are dequantized into the x16 lane order on the stack.
 // Other prompts dequantize all of W once per call to f32 and run the f32
 // matmul schedule (x stays f32).
 Tensor quantized_matmul(const Tensor& x, const Tensor& values, const Tensor& scales,
                         const QuantizedMatmulOptions& options = {});
 inline constexpr int64_t kQuantizedDotMaxRows = 16;
 inline constexpr int64_t kQuantizedPromptMinK = 512;
+inline constexpr int64_t kQuantizedF32GroupMinRows = 3;
 // Whether a product of `rows` rows by W[n, k] in `format` reads W in
 // registers (true) or dequantizes it first (false), as above.
 bool quantized_matmul_in_registers(QuantFormat format, int64_t rows, int64_t n, int64_t k,

@@ -23,5 +23,9 @@ inline constexpr const char* kQ4_0x16 = "q4_0x16";
 // f32 activations times the interleaved formats.
 inline constexpr const char* kQ8_0x16F32 = "q8_0x16_f32";
 inline constexpr const char* kQ4_0x16F32 = "q4_0x16_f32";
+// f32 activations times plain Q8_0 / Q4_0 rows taken 16 at a time (prompts
+// with n a multiple of 16: loops (m, R, i, kb, g, t) as the x16 forms').
+inline constexpr const char* kQ8_0F32 = "q8_0_f32";
+inline constexpr const char* kQ4_0F32 = "q4_0_f32";
 
 }  // namespace radix::quantized_dot

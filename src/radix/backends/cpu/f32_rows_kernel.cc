@@ -76,10 +76,15 @@ class F32RowsKernelBuilder {
     outs.append({NR, 16});
     const int out = w_op_ + 2;
     mlir::Type f32 = b_.getF32Type(), i8 = b_.getI8Type(), f16 = b_.getF16Type();
+    const llvm::SmallVector<int64_t> w_shape = plan_.plain ? llvm::SmallVector<int64_t>{NR, 16, KB_, steps, 4}
+                                                           : llvm::SmallVector<int64_t>{NR, KB_, steps, 16, 4};
+    const llvm::SmallVector<int64_t> s_shape =
+        plan_.plain ? llvm::SmallVector<int64_t>{NR, 16, KB_} : llvm::SmallVector<int64_t>{NR, KB_, 16};
     if (op_.getNumDpsInputs() != unsigned(out) || op_.getNumDpsInits() != 1 || !op_.hasPureBufferSemantics() ||
-        !shape_is(0, xs, f32) || (!plan_.q8 && !shape_is(1, xs, f32)) || !shape_is(w_op_, {NR, KB_, steps, 16, 4}, i8) ||
-        !shape_is(w_op_ + 1, {NR, KB_, 16}, f16) || !shape_is(out, outs, f32))
+        !shape_is(0, xs, f32) || (!plan_.q8 && !shape_is(1, xs, f32)) || !shape_is(w_op_, w_shape, i8) ||
+        !shape_is(w_op_ + 1, s_shape, f16) || !shape_is(out, outs, f32))
       return false;
+    if (plan_.plain && !(plan_.prompt && has_m_)) return false;  // plain rows: prompts only
     if (plan_.prompt && has_m_) {
       build_prompt(NR);
       op_.erase();
@@ -128,7 +133,8 @@ class F32RowsKernelBuilder {
 
   // Q4_0 bytes' low and high nibbles as f32 lanes.
   std::pair<Value, Value> nibbles(Value bytes) {
-    auto vi = vec(plan_.lanes, b_.getI32Type()), vf = vec(plan_.lanes, b_.getF32Type());
+    const int64_t n = llvm::cast<mlir::VectorType>(bytes.getType()).getNumElements();
+    auto vi = vec(n, b_.getI32Type()), vf = vec(n, b_.getF32Type());
     Value wide = mlir::arith::ExtUIOp::create(b_, loc_, vi, bytes);
     Value lo = mlir::arith::AndIOp::create(b_, loc_, wide, splat(vi, b_.getI32IntegerAttr(15)));
     Value hi = mlir::arith::ShRUIOp::create(b_, loc_, wide, splat(vi, b_.getI32IntegerAttr(4)));
@@ -279,30 +285,15 @@ class F32RowsKernelBuilder {
   // chunk).
   void emit_prompt_chunk(Value r0, int64_t p, Value buf, Value kc, Value ub, Value first) {
     const int64_t L = plan_.lanes;
-    auto vf = vec(L, b_.getF32Type());
     {
       auto blocks = mlir::scf::ForOp::create(b_, loc_, kc, ub, idx(1));
       mlir::OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPointToStart(blocks.getBody());
       Value kb = blocks.getInductionVar(), kl = mlir::arith::SubIOp::create(b_, loc_, kb, kc);
-      llvm::SmallVector<Value> s = lane_scales(r0, kb, p);
-      Value minus8 = splat(vf, b_.getF32FloatAttr(-8));
-      for (int64_t j = 0; j < 4; ++j) {
-        auto put = [&](int64_t e, Value w) {
-          mlir::vector::StoreOp::create(b_, loc_, mlir::arith::MulFOp::create(b_, loc_, w, s[size_t(j)]), buf,
-                                        mlir::ValueRange{buf_row(kl, e * 4 + j), idx(0)});
-        };
-        for (int64_t grp = 0; grp < (plan_.q8 ? 8 : 4); ++grp) {
-          Value bytes = w_bytes(r0, kb, grp, p, j);
-          if (plan_.q8) {
-            put(grp, mlir::arith::SIToFPOp::create(b_, loc_, vf, bytes));
-            continue;
-          }
-          auto [lo, hi] = nibbles(bytes);
-          put(grp, add(lo, minus8));
-          put(4 + grp, add(hi, minus8));
-        }
-      }
+      if (plan_.plain)
+        dequantize_plain_block(r0, p, kb, kl, buf);
+      else
+        dequantize_x16_block(r0, p, kb, kl, buf);
     }
     // Rows of x per tile: 4 on 32 registers (16 accumulators), 3 on 16 (12:
     // all 16 in use with x's 3 and W's vector, no spills). Measured on Zen 5,
@@ -310,14 +301,101 @@ class F32RowsKernelBuilder {
     // AVX-512 4 / 5 / 6 rows 109-111 alike; Zen 3's code there 2 / 3 / 4 rows
     // 101 / 108-110 / 52 (spills).
     const int64_t tm = L == 16 ? 4 : 3, whole = rows_count_ / tm * tm;
+    auto emit_rows = [&](Value m0, int64_t rows) { emit_prompt_rows(m0, rows, r0, p, buf, kc, ub, first); };
     Value end = mlir::arith::AddIOp::create(b_, loc_, rows_begin_, idx(whole));
     if (whole > 0) {
       auto rows = mlir::scf::ForOp::create(b_, loc_, rows_begin_, end, idx(tm));
       mlir::OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPointToStart(rows.getBody());
-      emit_prompt_rows(rows.getInductionVar(), tm, r0, p, buf, kc, ub, first);
+      emit_rows(rows.getInductionVar(), tm);
     }
-    if (rows_count_ > whole) emit_prompt_rows(end, rows_count_ - whole, r0, p, buf, kc, ub, first);
+    if (rows_count_ > whole) emit_rows(end, rows_count_ - whole);
+  }
+
+  // Block kb of x16 rows 16 r0 + L p .. + L into the buffer's rows kl * 32
+  // .. (W's bytes are already in the lanes' order).
+  void dequantize_x16_block(Value r0, int64_t p, Value kb, Value kl, Value buf) {
+    auto vf = vec(plan_.lanes, b_.getF32Type());
+    llvm::SmallVector<Value> s = lane_scales(r0, kb, p);
+    Value minus8 = splat(vf, b_.getF32FloatAttr(-8));
+    for (int64_t j = 0; j < 4; ++j) {
+      auto put = [&](int64_t e, Value w) {
+        mlir::vector::StoreOp::create(b_, loc_, mlir::arith::MulFOp::create(b_, loc_, w, s[size_t(j)]), buf,
+                                      mlir::ValueRange{buf_row(kl, e * 4 + j), idx(0)});
+      };
+      for (int64_t grp = 0; grp < (plan_.q8 ? 8 : 4); ++grp) {
+        Value bytes = w_bytes(r0, kb, grp, p, j);
+        if (plan_.q8) {
+          put(grp, mlir::arith::SIToFPOp::create(b_, loc_, vf, bytes));
+          continue;
+        }
+        auto [lo, hi] = nibbles(bytes);
+        put(grp, add(lo, minus8));
+        put(4 + grp, add(hi, minus8));
+      }
+    }
+  }
+
+  // Block kb of plain rows 16 r0 + L p .. + L into the buffer's rows kl * 32
+  // .., in the x16 lanes' order: row e * 4 + j holds elements 4e .. 4e + 3
+  // of rows L/4 j .. L/4 j + L/4 - 1, 128 bits each. Each row's 32 values
+  // are dequantized as two vectors of 16 (elements 0-15, 16-31: Q4_0's low
+  // and high nibbles) and scaled by its block's scale, then L/4 rows at a
+  // time their 128-bit pieces are transposed: on AVX-512 a 4 x 4 transpose
+  // of 128-bit lanes (two vshuff64x2 or vinsertf64x4 per stored vector).
+  void dequantize_plain_block(Value r0, int64_t p, Value kb, Value kl, Value buf) {
+    const int64_t L = plan_.lanes, q = L / 4;
+    auto v16 = vec(16, b_.getF32Type());
+    Value minus8 = splat(v16, b_.getF32FloatAttr(-8));
+    auto store = [&](int64_t e, int64_t j, Value v) {
+      mlir::vector::StoreOp::create(b_, loc_, v, buf, mlir::ValueRange{buf_row(kl, e * 4 + j), idx(0)});
+    };
+    // 128-bit pieces: piece c of x (src 0) or y (src 1), in turn.
+    auto pieces = [&](Value x, Value y, llvm::ArrayRef<std::pair<int, int64_t>> from) {
+      llvm::SmallVector<int64_t> mask;
+      for (auto [src, c] : from)
+        for (int64_t t = 0; t < 4; ++t) mask.push_back(src * 16 + 4 * c + t);
+      return shuffle(x, y, mask);
+    };
+    for (int64_t j = 0; j < 4; ++j) {
+      // half[h][r]: row L p + q j + r's elements 16 h .. 16 h + 15.
+      llvm::SmallVector<Value> half[2];
+      for (int64_t r = 0; r < q; ++r) {
+        Value i = idx(L * p + q * j + r);
+        Value d = mlir::arith::ExtFOp::create(
+            b_, loc_, b_.getF32Type(),
+            mlir::memref::LoadOp::create(b_, loc_, operand(w_op_ + 1), mlir::ValueRange{r0, i, kb}).getResult());
+        Value sd = mlir::vector::BroadcastOp::create(b_, loc_, v16, d);
+        auto scale = [&](Value v) { return mlir::arith::MulFOp::create(b_, loc_, v, sd).getResult(); };
+        auto bytes = [&](int64_t g) {
+          return mlir::vector::LoadOp::create(b_, loc_, vec(16, b_.getI8Type()), operand(w_op_),
+                                              mlir::ValueRange{r0, i, kb, idx(g), idx(0)})
+              .getResult();
+        };
+        if (plan_.q8) {
+          for (int64_t h = 0; h < 2; ++h) half[h].push_back(scale(mlir::arith::SIToFPOp::create(b_, loc_, v16, bytes(4 * h))));
+          continue;
+        }
+        auto [lo, hi] = nibbles(bytes(0));
+        half[0].push_back(scale(add(lo, minus8)));
+        half[1].push_back(scale(add(hi, minus8)));
+      }
+      for (int64_t h = 0; h < 2; ++h) {
+        const auto& R = half[h];
+        if (L == 8) {
+          for (int64_t c = 0; c < 4; ++c) store(4 * h + c, j, pieces(R[0], R[1], {{0, c}, {1, c}}));
+          continue;
+        }
+        Value u0 = pieces(R[0], R[1], {{0, 0}, {0, 1}, {1, 0}, {1, 1}});
+        Value u1 = pieces(R[0], R[1], {{0, 2}, {0, 3}, {1, 2}, {1, 3}});
+        Value u2 = pieces(R[2], R[3], {{0, 0}, {0, 1}, {1, 0}, {1, 1}});
+        Value u3 = pieces(R[2], R[3], {{0, 2}, {0, 3}, {1, 2}, {1, 3}});
+        store(4 * h + 0, j, pieces(u0, u2, {{0, 0}, {0, 2}, {1, 0}, {1, 2}}));
+        store(4 * h + 1, j, pieces(u0, u2, {{0, 1}, {0, 3}, {1, 1}, {1, 3}}));
+        store(4 * h + 2, j, pieces(u1, u3, {{0, 0}, {0, 2}, {1, 0}, {1, 2}}));
+        store(4 * h + 3, j, pieces(u1, u3, {{0, 1}, {0, 3}, {1, 1}, {1, 3}}));
+      }
+    }
   }
 
   // Rows m0 .. m0 + tm of x times the buffer's blocks [kc, ub).

@@ -622,6 +622,15 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
     }
     return plan;
   }
+  if (f == quantized_dot::kQ4_0F32 || f == quantized_dot::kQ8_0F32) {
+    // Plain rows times f32 activations, 16 rows at a time: the x16 forms'
+    // prompt kernel, each group dequantized from its plain rows.
+    std::optional<std::vector<int64_t>> plan = rows_kernel_plan(r, threads, host);
+    if (!plan || r.size() != 6) return std::nullopt;
+    (*plan)[4] = 1;
+    (*plan)[6] = host.avx512 ? 1 : 0;
+    return plan;
+  }
   if (r.size() != 3 && r.size() != 4) return std::nullopt;
   const bool has_m = r.size() == 4;
   const int64_t M = has_m ? r[0] : 1, N = r[has_m ? 1 : 0], K = r[has_m ? 2 : 1] * 32;
