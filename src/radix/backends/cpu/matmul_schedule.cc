@@ -741,6 +741,11 @@ void int8_outputs_without_fills(mlir::ModuleOp module, int threads, const Int8Ta
 // [256,1024]·W[4096,1024]ᵀ (K = 4 M) 195 -> 204.
 constexpr int64_t kSwapMaxRows = 512, kSwapMinDepthPerRow = 4;
 
+// The swap pays for an M x N x K product (and the packed schedule takes it).
+static bool swap_pays(int64_t M, int64_t N, int64_t K, const VectorIsa& isa) {
+  return M <= kSwapMaxRows && N >= 2 * M && K >= kSwapMinDepthPerRow * M && pack_blocks(N, M, K, isa, 1).has_value();
+}
+
 static bool swaps_operands(mlir::linalg::MatmulOp mm, const VectorIsa& isa) {
   if (!plain_matmul(mm) || !b_transposed(mm) || !use_packed_schedule(mm, isa)) return false;
   for (mlir::Value v : mm->getOperands())
@@ -748,8 +753,7 @@ static bool swaps_operands(mlir::linalg::MatmulOp mm, const VectorIsa& isa) {
   auto fill = mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
   if (!fill) return false;
   llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
-  const int64_t M = r[0], N = r[1], K = r[2];
-  return M <= kSwapMaxRows && N >= 2 * M && K >= kSwapMinDepthPerRow * M && pack_blocks(N, M, K, isa, 1).has_value();
+  return swap_pays(r[0], r[1], r[2], isa);
 }
 
 int swap_small_row_matmuls(mlir::ModuleOp module, const VectorIsa& isa) {
@@ -808,6 +812,232 @@ int swap_small_row_matmuls(mlir::ModuleOp module, const VectorIsa& isa) {
     if (fill->use_empty()) fill->erase();
   }
   return static_cast<int>(mms.size());
+}
+
+// ---- Matmuls padded to whole tiles -------------------------------------------
+// The schedules above tile statically: every block and register tile must
+// divide its dim (a partial tile has dynamic sizes, which the vectorizer
+// does not take). Sizes with no such divisor — a prompt of 301 or 127
+// tokens, 129³, a K of 1023 — fell to one-row tiles or scalar loops at
+// 2-35 GFLOP/s where their neighbours ran at 100. Such a matmul is instead
+// computed on operands padded with zeros to sizes that tile well (zeros
+// add nothing to the sums), and its result sliced back out: the padded
+// rows of A and C cost a copy of A and of C, padded columns or depth a copy
+// of B (the weights), each far less than the product.
+namespace {
+
+int64_t round_up(int64_t v, int64_t step) { return (v + step - 1) / step * step; }
+
+// A slice's static offsets (all 0), sizes and strides (all 1).
+llvm::SmallVector<mlir::OpFoldResult> at_origin(mlir::OpBuilder& b, int64_t rank) {
+  return llvm::SmallVector<mlir::OpFoldResult>(size_t(rank), b.getIndexAttr(0));
+}
+llvm::SmallVector<mlir::OpFoldResult> unit_strides(mlir::OpBuilder& b, int64_t rank) {
+  return llvm::SmallVector<mlir::OpFoldResult>(size_t(rank), b.getIndexAttr(1));
+}
+llvm::SmallVector<mlir::OpFoldResult> sizes_of(mlir::OpBuilder& b, llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<mlir::OpFoldResult> out;
+  for (int64_t d : shape) out.push_back(b.getIndexAttr(d));
+  return out;
+}
+
+// The largest multiple of `step` at most `max` that divides `dim` (0 if
+// none), as pack_blocks picks its blocks.
+int64_t block_divisor(int64_t dim, int64_t step, int64_t max) {
+  for (int64_t d = std::min(dim, max) / step * step; d >= step; d -= step)
+    if (dim % d == 0) return d;
+  return 0;
+}
+
+// The smallest multiple of `step` from `dim` on whose best block (at most
+// `max`) is at least `want` (or the whole dim, if smaller).
+int64_t padded_dim(int64_t dim, int64_t step, int64_t max, int64_t want) {
+  for (int64_t d = round_up(dim, step);; d += step)
+    if (block_divisor(d, step, max) >= std::min(d, want)) return d;
+}
+
+// Block sizes wanted from a padded dim: the standard blocks' smallest.
+constexpr int64_t kPadWantBlockM = 64, kPadWantBlockN = 128, kPadWantBlockK = 128;
+// Prompt rows past whole panels split off rather than padded (see
+// split_prompt_rows).
+constexpr int64_t kSplitMaxRestRows = 16;
+
+struct PaddedDims {
+  int64_t m, n, k;
+};
+
+// The padded sizes of `mm` (all f32), or none when it tiles as it is.
+// Only dims that need it are padded (a weight matrix W is copied only for
+// its own odd sizes, not for a prompt's length).
+std::optional<PaddedDims> padded_dims(mlir::linalg::LinalgOp mm, const VectorIsa& isa) {
+  for (mlir::Value v : mm->getOperands())
+    if (!llvm::cast<mlir::ShapedType>(v.getType()).getElementType().isF32()) return std::nullopt;
+  llvm::SmallVector<int64_t> r = mm.getStaticLoopRanges();
+  const size_t o = r.size() - 3;  // a batch dim first (batch_matmul): never padded
+  const int64_t M = r[o], N = r[o + 1], K = r[o + 2];
+  const bool bt = b_transposed(mm), batched = o > 0;
+  const int64_t lanes = isa.f32_lanes;
+  PaddedDims p{M, N, K};
+  const int64_t min_volume = bt && M >= kPackedMinRowsTransposedB ? kPackMinVolumeTransposedB : kPackMinVolume;
+  if (!batched && M * N * K >= min_volume) {
+    // Packed: whole register tiles, panels and K steps, in blocks that
+    // reuse what they load (a 296-row A in blocks of 8 rows would not).
+    const std::optional<PackBlocks> b = pack_blocks(M, N, K, isa, 1);
+    if (b && b->m >= std::min<int64_t>(M, kPadWantBlockM / 2)) return std::nullopt;
+    const bool wide = isa.registers >= 32;
+    p.m = padded_dim(M, packed_reg_m(isa), wide ? *kBlockMAvx512.begin() : *kBlockMAvx2.begin(), kPadWantBlockM);
+    p.n = padded_dim(N, kPanelVectors * lanes, kBlockN, kPadWantBlockN);
+    p.k = padded_dim(K, kRegK, wide ? *kBlockKAvx512.begin() : *kBlockKAvx2.begin(), kPadWantBlockK);
+    // A prompt times weights is operand-swapped in whole panels of rows
+    // only (swap_small_row_matmuls): past the last whole panel by more than
+    // kSplitMaxRestRows rows (fewer are split off, split_prompt_rows), up to
+    // the next one.
+    const int64_t panel = kPanelVectors * lanes;
+    if (bt && M > panel && swap_pays(round_up(M, panel), p.n, p.k, isa)) p.m = round_up(M, panel);
+  } else if (!bt) {
+    // Register tiles (register_tile; batch_matmul's per batch): whole
+    // vectors of columns, and rows in tiles of 3 or more (a prime M had
+    // one-row tiles).
+    if (N % 4 != 0) p.n = N > lanes ? round_up(N, lanes) : round_up(N, 4);
+    if (M > 4 && register_tile(M, p.n, isa)->first < 3) p.m = round_up(M, 4);
+  } else {
+    // Dot products (dot_tiles; also attention's q · kᵀ per batch): K in
+    // whole vectors; several rows of x in
+    // tiles of 2 or 4, their weight rows likewise (a single row of x reads
+    // each weight row once: W is not copied for it).
+    if (K % 4 != 0) p.k = K > lanes ? round_up(K, lanes) : round_up(K, 4);
+    if (M > 2 && M % 2 != 0) p.m = round_up(M, 4);
+    if (M >= 4 && N % 2 != 0) p.n = round_up(N, 4);
+  }
+  if (p.m == M && p.n == N && p.k == K) return std::nullopt;
+  return p;
+}
+
+// `v` [.., rows, cols] zero-padded to [.., prows, pcols] (itself if equal).
+mlir::Value pad_with_zeros(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v, int64_t prows, int64_t pcols) {
+  auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
+  const int64_t rank = t.getRank();
+  if (t.getDimSize(rank - 2) == prows && t.getDimSize(rank - 1) == pcols) return v;
+  llvm::SmallVector<int64_t> shape(t.getShape());
+  shape[rank - 2] = prows;
+  shape[rank - 1] = pcols;
+  mlir::Value zero = mlir::arith::ConstantOp::create(b, loc, b.getZeroAttr(t.getElementType()));
+  mlir::Value full =
+      mlir::linalg::FillOp::create(b, loc, mlir::ValueRange{zero},
+                                   mlir::ValueRange{mlir::tensor::EmptyOp::create(b, loc, shape, t.getElementType())})
+          .getResult(0);
+  return mlir::tensor::InsertSliceOp::create(b, loc, v, full, at_origin(b, rank), sizes_of(b, t.getShape()),
+                                             unit_strides(b, rank))
+      .getResult();
+}
+
+}  // namespace
+
+// x[M, K] · W[N, K]ᵀ with M a few rows (1 to kSplitMaxRestRows) past a
+// whole number of panels, which the operand swap takes: the whole panels
+// as one product (swapped, packing x), the rows after them as another (dot
+// products: W read once more), both written into one [M, N] result. Padding
+// them to a whole panel would compute up to 31 rows of zeros; padding to a
+// whole register tile loses the swap (W packed instead). Measured on Zen 5,
+// one core, stories110M f32 prefill of 129 tokens, padded to 136 rows /
+// split: 437 / 5xx tok/s (128 tokens: 539).
+int split_prompt_rows(mlir::ModuleOp module, const VectorIsa& isa) {
+  const int64_t panel = kPanelVectors * isa.f32_lanes;
+  llvm::SmallVector<mlir::linalg::MatmulOp> todo;
+  module.walk([&](mlir::linalg::MatmulOp mm) {
+    if (!plain_matmul(mm) || !b_transposed(mm) || !mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>())
+      return;
+    for (mlir::Value v : mm->getOperands())
+      if (!llvm::cast<mlir::ShapedType>(v.getType()).getElementType().isF32()) return;
+    llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
+    const int64_t rest = r[0] % panel;
+    if (r[0] > panel && rest >= 1 && rest <= kSplitMaxRestRows && swap_pays(r[0] - rest, r[1], r[2], isa))
+      todo.push_back(mm);
+  });
+  for (mlir::linalg::MatmulOp mm : todo) {
+    mlir::OpBuilder b(mm);
+    mlir::Location loc = mm.getLoc();
+    auto ct = llvm::cast<mlir::RankedTensorType>(mm->getResult(0).getType());
+    const int64_t M = ct.getDimSize(0), N = ct.getDimSize(1), main_rows = M / panel * panel;
+    mlir::Value x = mm.getDpsInputOperand(0)->get(), w = mm.getDpsInputOperand(1)->get();
+    const int64_t K = llvm::cast<mlir::RankedTensorType>(x.getType()).getDimSize(1);
+    auto fill = mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
+    llvm::SmallVector<mlir::NamedAttribute, 1> attrs = {b.getNamedAttr("indexing_maps", mm.getIndexingMaps())};
+    mlir::Value out = mlir::tensor::EmptyOp::create(b, loc, ct.getShape(), ct.getElementType());
+    for (auto [row0, rows] : {std::pair<int64_t, int64_t>{0, main_rows}, {main_rows, M - main_rows}}) {
+      mlir::Value xs = mlir::tensor::ExtractSliceOp::create(
+          b, loc, mlir::RankedTensorType::get({rows, K}, ct.getElementType()), x,
+          llvm::SmallVector<mlir::OpFoldResult>{b.getIndexAttr(row0), b.getIndexAttr(0)}, sizes_of(b, {rows, K}),
+          unit_strides(b, 2));
+      mlir::Value acc =
+          mlir::linalg::FillOp::create(
+              b, loc, mlir::ValueRange{fill.getInputs()[0]},
+              mlir::ValueRange{mlir::tensor::EmptyOp::create(b, loc, {rows, N}, ct.getElementType())})
+              .getResult(0);
+      mlir::Value part = mlir::linalg::MatmulOp::create(b, loc, mlir::TypeRange{acc.getType()}, mlir::ValueRange{xs, w},
+                                                        mlir::ValueRange{acc}, attrs)
+                             .getResult(0);
+      out = mlir::tensor::InsertSliceOp::create(
+                b, loc, part, out, llvm::SmallVector<mlir::OpFoldResult>{b.getIndexAttr(row0), b.getIndexAttr(0)},
+                sizes_of(b, {rows, N}), unit_strides(b, 2))
+                .getResult();
+    }
+    mm->getResult(0).replaceAllUsesWith(out);
+    mm->erase();
+    if (fill->use_empty()) fill->erase();
+  }
+  return static_cast<int>(todo.size());
+}
+
+int pad_matmuls_to_tiles(mlir::ModuleOp module, const VectorIsa& isa) {
+  const int split = split_prompt_rows(module, isa);
+  llvm::SmallVector<std::pair<mlir::linalg::LinalgOp, PaddedDims>> todo;
+  module.walk([&](mlir::linalg::LinalgOp op) {
+    // Traced products start from a fill (a zero init); others are left.
+    const bool batched = llvm::isa<mlir::linalg::BatchMatmulOp>(op.getOperation());
+    if (batched ? !all_static(op) || (op.hasUserDefinedMaps() && !b_transposed(op)) : !plain_matmul(op.getOperation()))
+      return;
+    if (!batched && !llvm::isa<mlir::linalg::MatmulOp>(op.getOperation())) return;
+    if (!op.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>()) return;
+    if (std::optional<PaddedDims> p = padded_dims(op, isa)) todo.push_back({op, *p});
+  });
+  for (auto& [op, p] : todo) {
+    mlir::OpBuilder b(op);
+    mlir::Location loc = op.getLoc();
+    const bool bt = b_transposed(op);
+    auto ct = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    mlir::Value a = pad_with_zeros(b, loc, op.getDpsInputOperand(0)->get(), p.m, p.k);
+    mlir::Value w = bt ? pad_with_zeros(b, loc, op.getDpsInputOperand(1)->get(), p.n, p.k)
+                       : pad_with_zeros(b, loc, op.getDpsInputOperand(1)->get(), p.k, p.n);
+    // The accumulator: its fill, made at the padded size.
+    auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
+    llvm::SmallVector<int64_t> shape(ct.getShape());
+    shape[shape.size() - 2] = p.m;
+    shape[shape.size() - 1] = p.n;
+    mlir::Value acc =
+        mlir::linalg::FillOp::create(b, loc, mlir::ValueRange{fill.getInputs()[0]},
+                                     mlir::ValueRange{mlir::tensor::EmptyOp::create(b, loc, shape, ct.getElementType())})
+            .getResult(0);
+    llvm::SmallVector<mlir::NamedAttribute, 1> attrs;
+    if (op.hasUserDefinedMaps()) attrs.push_back(b.getNamedAttr("indexing_maps", op->getAttr("indexing_maps")));
+    auto padded_t = mlir::RankedTensorType::get(shape, ct.getElementType());
+    mlir::Operation* prod =
+        llvm::isa<mlir::linalg::BatchMatmulOp>(op.getOperation())
+            ? mlir::linalg::BatchMatmulOp::create(b, loc, mlir::TypeRange{padded_t}, mlir::ValueRange{a, w},
+                                                  mlir::ValueRange{acc}, attrs)
+                  .getOperation()
+            : mlir::linalg::MatmulOp::create(b, loc, mlir::TypeRange{padded_t}, mlir::ValueRange{a, w},
+                                             mlir::ValueRange{acc}, attrs)
+                  .getOperation();
+    const int64_t rank = ct.getRank();
+    mlir::Value out = mlir::tensor::ExtractSliceOp::create(b, loc, ct, prod->getResult(0), at_origin(b, rank),
+                                                           sizes_of(b, ct.getShape()), unit_strides(b, rank))
+                          .getResult();
+    op->getResult(0).replaceAllUsesWith(out);
+    op->erase();
+    if (fill->use_empty()) fill->erase();
+  }
+  return split + static_cast<int>(todo.size());
 }
 
 bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,

@@ -39,6 +39,12 @@ std::optional<std::vector<int64_t>> bf16_kernel_plan(mlir::linalg::LinalgOp op, 
 // the product (stories15M Q4_0 prefill spent 3-5% of its time in memset).
 void int8_outputs_without_fills(mlir::ModuleOp module, int threads, const Int8Target& host);
 
+// Rewrites each f32 matmul whose sizes the schedule cannot tile well (no
+// block or register tile divides them: odd prompt lengths, 129³, K = 1023)
+// as the same product of zero-padded operands, its result sliced back out.
+// Returns how many it rewrote.
+int pad_matmuls_to_tiles(mlir::ModuleOp module, const VectorIsa& isa);
+
 // Rewrites each f32 x[M, K] · W[N, K]ᵀ with few rows (a prompt; M up to
 // 512, N at least 2M, K at least 4M) whose init is a fill as the transpose of W · xᵀ, when
 // the packed schedule takes both forms: it then packs x instead of W. An

@@ -571,7 +571,7 @@ std::string ScheduleSummary::to_string() const {
          std::to_string(skipped) + " left as loops, " + std::to_string(parallel) + " on threads, " +
          std::to_string(fused_rows) + " row-fused groups, " + std::to_string(fused_consumers) +
          " consumers fused into matmuls, " + std::to_string(swapped) + " operand-swapped, " +
-         std::to_string(transposes) + " tiled transposes";
+         std::to_string(transposes) + " tiled transposes, " + std::to_string(padded) + " padded";
 }
 
 VectorIsa host_vector_isa() {
@@ -698,6 +698,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
   };
   auto handle = [](int64_t id) { return "op" + std::to_string(id); };
   int8_outputs_without_fills(module, threads, int8);
+  sum.padded = pad_matmuls_to_tiles(module, isa);
   sum.swapped = swap_small_row_matmuls(module, isa);
 
   // Every function with a body: @main and the function cache's callees, which

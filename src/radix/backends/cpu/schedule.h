@@ -47,9 +47,10 @@ struct ScheduleSummary {
   int fused_consumers = 0;  // elementwise consumers (bias, activation) run on their matmuls' register tiles
   int swapped = 0;     // prompt matmuls x · Wᵀ computed as (W · xᵀ)ᵀ (packing x, not W)
   int transposes = 0;  // elementwise ops transposing their innermost axis in square tiles
+  int padded = 0;      // matmuls computed on zero-padded operands (sizes no tile divides)
   // "2 matmuls (1 packed), 3 elementwise, 1 reductions, 4 left as loops, 2 on
   // threads, 0 row-fused groups, 0 consumers fused into matmuls, 1
-  // operand-swapped, 1 tiled transposes"
+  // operand-swapped, 1 tiled transposes, 0 padded"
   std::string to_string() const;
 };
 

@@ -1,0 +1,159 @@
+// Matmuls whose sizes no register tile, panel or cache block divides
+// (odd prompt lengths, 129³, K = 1023) are computed on zero-padded operands
+// and their results sliced back out (pad_matmuls_to_tiles): every ISA's
+// tiling, 1 and 2 threads, A · B and x · Wᵀ, against double loops; the
+// schedule summary says the op was padded and tiled.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace radix {
+namespace {
+
+using testing::cpu;
+using testing::IsaCase;
+using testing::kIsas;
+using testing::must;
+namespace fs = std::filesystem;
+
+struct Case {
+  int64_t m, n, k;
+  bool bt;  // W stored [n, k] (x · Wᵀ), else B [k, n]
+};
+
+std::string name(const Case& s) {
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + (s.bt ? " W[n,k]" : " B[k,n]");
+}
+
+// x[m, k] times W (as `s.bt` says), plus bias[n] and relu when `bias` is
+// non-empty, in doubles.
+std::vector<float> reference(const Case& s, const std::vector<float>& x, const std::vector<float>& w,
+                             const std::vector<float>& bias) {
+  std::vector<float> y(size_t(s.m * s.n));
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) {
+      double acc = bias.empty() ? 0.0 : bias[size_t(j)];
+      for (int64_t c = 0; c < s.k; ++c) acc += double(x[size_t(i * s.k + c)]) * w[size_t(s.bt ? j * s.k + c : c * s.n + j)];
+      if (!bias.empty()) acc = acc > 0 ? acc : 0;
+      y[size_t(i * s.n + j)] = float(acc);
+    }
+  return y;
+}
+
+// Compiles x · W (+ bias, relu) for one ISA and thread count, checks it
+// against the reference and returns the schedule summary.
+std::string run(const Case& s, const IsaCase& c, int threads, bool with_bias) {
+  SCOPED_TRACE(name(s) + " " + c.name + " threads " + std::to_string(threads) + (with_bias ? " +bias relu" : ""));
+  const Shape xs(DType::kF32, {s.m, s.k}), bs(DType::kF32, {s.n});
+  const Shape ws = s.bt ? Shape(DType::kF32, {s.n, s.k}) : Shape(DType::kF32, {s.k, s.n});
+  std::vector<float> x = testing::random_vec<float>(size_t(s.m * s.k), -1, 1, 61);
+  std::vector<float> w = testing::random_vec<float>(size_t(s.n * s.k), -1, 1, 62);
+  std::vector<float> bias = with_bias ? testing::random_vec<float>(size_t(s.n), -1, 1, 63) : std::vector<float>{};
+  fs::path dir = fs::temp_directory_path() / ("radix-pad-" + std::to_string(::getpid()) + "-" + c.name);
+  CompileFnOptions o = testing::isa_options(c, threads, {"schedule-script"}, dir);
+  const DotDims dims{{}, {}, {1}, {s.bt ? 1 : 0}};
+  Buffer out;
+  if (with_bias) {
+    auto exe = must(compile_fn(
+        cpu(), o, [dims](Tensor a, Tensor b, Tensor bb) { return relu(dot_general(a, b, dims) + bb); }, xs, ws, bs));
+    EXPECT_FALSE(exe.executable().stats().schedule_fell_back);
+    out = must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, w)), must(cpu().buffer(bs, bias))));
+  } else {
+    auto exe = must(compile_fn(cpu(), o, [dims](Tensor a, Tensor b) { return dot_general(a, b, dims); }, xs, ws));
+    EXPECT_FALSE(exe.executable().stats().schedule_fell_back);
+    out = must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, w))));
+  }
+  EXPECT_EQ(out.shape().to_string(), "f32[" + std::to_string(s.m) + "," + std::to_string(s.n) + "]");
+  // f32 sums of k products of magnitude <= 1 against double.
+  EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), reference(s, x, w, bias), 1e-5, 2e-6 * double(s.k)));
+  const std::string script = testing::stage_dump(dir, "schedule-script.mlir");
+  fs::remove_all(dir);
+  return script.substr(0, script.find('\n'));
+}
+
+// Sizes with no whole tiles, each padded: register-tiled (a prime M, N not
+// a multiple of 4), packed (129³, a 257 x 255 x 257 product, 301- and
+// 17-row prompts times weights), dot products (odd rows of x, an odd
+// number of weight rows, K = 1023 — for a single row of x too).
+TEST(PaddedMatmul, OddSizesMatchTheLoopOnEveryIsa) {
+  const Case cases[] = {{7, 5, 13, false},   {129, 129, 129, false}, {257, 255, 257, false}, {31, 100, 7, false},
+                        {129, 129, 129, true}, {301, 96, 40, true},  {17, 2048, 64, true},   {5, 37, 1023, true},
+                        {1, 33, 1023, true},   {3, 31, 64, true}};
+  for (const Case& s : cases)
+    for (const IsaCase& c : kIsas)
+      for (int threads : {1, 2}) {
+        const std::string sum = run(s, c, threads, /*with_bias=*/false);
+        EXPECT_NE(sum.find("1 padded"), std::string::npos) << name(s) << " " << c.name << ": " << sum;
+        // The product tiled (a fill of an odd width may stay a loop; a
+        // prompt a few rows past whole panels is split in two products).
+        EXPECT_EQ(sum.find("// schedule: 0 matmuls"), std::string::npos) << name(s) << " " << c.name << ": " << sum;
+      }
+}
+
+// Batched products with odd sizes (attention over a prompt of 131 or 7
+// tokens and a cache of 129 or 301): q[b,s,d] · k[b,t,d] (per batch x · Wᵀ)
+// and p[b,s,t] · v[b,t,d], each batch's rows (a prime count: one-row
+// tiles) and columns padded.
+TEST(PaddedMatmul, BatchedOddSizesMatchTheLoopOnEveryIsa) {
+  struct Bmk { int64_t b, s, t, d; };
+  for (Bmk z : {Bmk{3, 131, 129, 40}, Bmk{2, 7, 301, 24}, Bmk{2, 37, 5, 16}})
+    for (bool keys : {true, false})
+      for (const IsaCase& c : kIsas)
+        for (int threads : {1, 2}) {
+          // keys: q[b,s,d] · k[b,t,d] -> [b,s,t]; else p[b,s,t] · v[b,t,d] -> [b,s,d].
+          const int64_t inner = keys ? z.d : z.t, cols = keys ? z.t : z.d;
+          SCOPED_TRACE(std::to_string(z.b) + "x" + std::to_string(z.s) + "x" + std::to_string(cols) + "x" +
+                       std::to_string(inner) + (keys ? " q.k" : " p.v") + " " + c.name + " threads " +
+                       std::to_string(threads));
+          const Shape as(DType::kF32, {z.b, z.s, inner}, {"b", "s", "c"});
+          const Shape bs = keys ? Shape(DType::kF32, {z.b, cols, inner}, {"b", "t", "c"})
+                                : Shape(DType::kF32, {z.b, inner, cols}, {"b", "c", "t"});
+          std::vector<float> a = testing::random_vec<float>(size_t(z.b * z.s * inner), -1, 1, 64);
+          std::vector<float> w = testing::random_vec<float>(size_t(z.b * cols * inner), -1, 1, 65);
+          std::vector<float> want(size_t(z.b * z.s * cols));
+          for (int64_t bb = 0; bb < z.b; ++bb)
+            for (int64_t i = 0; i < z.s; ++i)
+              for (int64_t j = 0; j < cols; ++j) {
+                double acc = 0;
+                for (int64_t c2 = 0; c2 < inner; ++c2)
+                  acc += double(a[size_t((bb * z.s + i) * inner + c2)]) *
+                         w[size_t(keys ? (bb * cols + j) * inner + c2 : (bb * inner + c2) * cols + j)];
+                want[size_t((bb * z.s + i) * cols + j)] = float(acc);
+              }
+          fs::path dir = fs::temp_directory_path() / ("radix-padb-" + std::to_string(::getpid()) + "-" + c.name);
+          auto exe = must(compile_fn(cpu(), testing::isa_options(c, threads, {"schedule-script"}, dir),
+                                     [](Tensor x, Tensor y) { return dot(x, y, "c"); }, as, bs));
+          EXPECT_FALSE(exe.executable().stats().schedule_fell_back);
+          Buffer out = must(exe.call(must(cpu().buffer(as, a)), must(cpu().buffer(bs, w))));
+          EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-5, 2e-6 * double(inner)));
+          const std::string script = testing::stage_dump(dir, "schedule-script.mlir");
+          EXPECT_NE(script.find("1 padded"), std::string::npos) << script.substr(0, script.find('\n'));
+          fs::remove_all(dir);
+        }
+}
+
+// Elementwise consumers of a padded product (bias, relu) read its slice.
+TEST(PaddedMatmul, ConsumersReadTheSlice) {
+  for (const Case& s : {Case{301, 96, 40, true}, Case{129, 129, 129, false}, Case{7, 5, 13, false}})
+    for (const IsaCase& c : kIsas) {
+      const std::string sum = run(s, c, 2, /*with_bias=*/true);
+      EXPECT_NE(sum.find("1 padded"), std::string::npos) << name(s) << " " << c.name << ": " << sum;
+    }
+}
+
+// Sizes that tile as they are stay unpadded (the Llama shapes among them).
+TEST(PaddedMatmul, WholeTilesAreNotPadded) {
+  for (const Case& s : {Case{128, 768, 288, true}, Case{256, 256, 256, false}, Case{1, 768, 288, true},
+                        Case{6, 48, 40, true}, Case{64, 64, 64, false}})
+    for (const IsaCase& c : kIsas) {
+      const std::string sum = run(s, c, 1, /*with_bias=*/false);
+      EXPECT_NE(sum.find("0 padded"), std::string::npos) << name(s) << " " << c.name << ": " << sum;
+    }
+}
+
+}  // namespace
+}  // namespace radix
