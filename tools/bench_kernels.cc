@@ -4,7 +4,7 @@
 //
 //  * GEMM-like (GFLOP/s; peers OpenBLAS cblas_sgemm, oneDNN dnnl_sgemm):
 //    matmul n^3, linear x[m,k] . W[n,k]^T (Llama's weight layout), batched
-//    attention scores q . k^T.
+//    attention scores q . k^T; also at odd sizes (129^3, a 301-token prompt).
 //  * decode mat-vec x[1,4096] . W[4096,4096]^T (GB/s of W's bytes; peers
 //    sgemv, sgemm, oneDNN, and a loop summing W: the read bandwidth).
 //  * the same mat-vec with W quantized (int8, Q8_0, Q4_0, Q8_0x16, Q4_0x16), in weights / ns;
@@ -717,6 +717,11 @@ std::vector<KernelCase> kernel_cases(const BenchOptions& o) {
   gemm({"linear 128x768 . W[2048,768]^T", 1, 128, 2048, 768, true, false});
   if (!o.quick) gemm({"linear 128x4096 . W[11008,4096]^T", 1, 128, 11008, 4096, true, false});
   gemm({"attention q.k^T 12x[128,64].[128,64]^T", 12, 128, 128, 64, true, false});
+  // Sizes no tile divides (computed on zero-padded operands): a prompt
+  // length that is not a multiple of anything, and an odd cube.
+  gemm({"matmul 129^3", 1, 129, 129, 129, false, false});
+  gemm({"linear 301x768 . W[2048,768]^T", 1, 301, 2048, 768, true, false});
+  gemm({"attention q.k^T 12x[301,64].[301,64]^T", 12, 301, 301, 64, true, false});
   // GB/s of the weights (peers sgemv, sgemm, onednn, read).
   gemm({"matvec decode 1x4096 . W[4096,4096]^T", 1, 1, 4096, 4096, true, true});
   // Weights per ns (peers Radix f32, sgemv, reading the quantized bytes).

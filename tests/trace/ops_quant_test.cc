@@ -619,71 +619,52 @@ TEST(Quant, Q4RowsPutWeightRowsInLanes) {
   }
 }
 
-// The f32-activation row-group kernel's instructions: W's bytes widened
-// in registers (vpmovsxbd / vpmovzxbd, then vcvtdq2ps), x's 4 values
-// broadcast as one 128-bit lane against them, no horizontal sums, the
-// product replaced (not left as loops, nor W put back in plain rows). A
-// prompt (48 rows) likewise, its W never dequantized whole (no f32 [64,
-// 256] buffer: it was, before the prompt kernel).
-TEST(Quant, X16RowsWithF32ActivationsWidenWInRegisters) {
+// The f32-activation row-group kernel's instructions for `rows` rows of x
+// times W[64, 256] in format f: W's bytes widened in registers (vpmovsxbd /
+// vpmovzxbd, then vcvtdq2ps), x's 4 values broadcast as one 128-bit lane
+// against them, no horizontal sums, the product replaced (not left as
+// loops, nor W copied or put back in plain rows), and W never dequantized
+// whole (no f32 [64, 256] buffer: prompts had one before their kernel).
+void expect_f32_row_group_kernel(QuantFormat f, int64_t rows) {
   const Int8Target host = int8_target("");
-  if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the row-group kernels are not used here";
-  for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16})
-  for (int64_t rows : {1, 48}) {
-    SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(rows) + " rows of x");
-    DumpDir dir(std::string(name(f)) + "-f32-" + std::to_string(rows));
-    io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, 78), 64, 256);
-    CompileFnOptions o;
-    o.compile.diagnostics.dump = {"bufferize", "asm"};
-    o.compile.diagnostics.dump_dir = dir.path().string();
-    must(compile_fn(cpu(), o,
-                    [](Tensor a, Tensor v, Tensor s) {
-                      return quantized_matmul(a, v, s, QuantizedMatmulOptions{QuantizedActivations::kF32});
-                    },
-                    Shape(DType::kF32, {rows, 256}), q.values_shape, q.scales_shape));
-    const std::string ir = testing::stage_dump(dir.path(), "bufferize.mlir");
-    const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
-    EXPECT_EQ(ir.find("radix.int8_dot"), std::string::npos) << "the product was not replaced: " << ir;
-    EXPECT_FALSE(std::regex_search(ir, std::regex("memref.copy[^\n]*xi8|alloca?\\([^\n]*xi8>"))) << "W was copied: " << ir;
-    EXPECT_EQ(ir.find("64x256xf32"), std::string::npos) << "W was dequantized whole: " << ir;
-    const char* widen = f == QuantFormat::kQ8_0x16 ? "vpmovsxbd" : "vpmovzxbd";
-    const char* reg = host.avx512 ? "%zmm" : "%ymm";
-    EXPECT_TRUE(std::regex_search(asm_text, std::regex(std::string(widen) + "[^\n]*" + reg))) << asm_text;
-    EXPECT_TRUE(std::regex_search(asm_text, std::regex(std::string("vcvtdq2ps[^\n]*") + reg))) << asm_text;
-    EXPECT_TRUE(std::regex_search(asm_text, std::regex("vbroadcastf(32x4|128)"))) << asm_text;
-    EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
-  }
+  SCOPED_TRACE(std::string(name(f)) + " " + std::to_string(rows) + " rows of x");
+  DumpDir dir(std::string(name(f)) + "-f32-" + std::to_string(rows));
+  io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, 78), 64, 256);
+  CompileFnOptions o;
+  o.compile.diagnostics.dump = {"bufferize", "asm"};
+  o.compile.diagnostics.dump_dir = dir.path().string();
+  must(compile_fn(cpu(), o,
+                  [](Tensor a, Tensor v, Tensor s) {
+                    return quantized_matmul(a, v, s, QuantizedMatmulOptions{QuantizedActivations::kF32});
+                  },
+                  Shape(DType::kF32, {rows, 256}), q.values_shape, q.scales_shape));
+  const std::string ir = testing::stage_dump(dir.path(), "bufferize.mlir");
+  const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
+  EXPECT_EQ(ir.find("radix.int8_dot"), std::string::npos) << "the product was not replaced: " << ir;
+  EXPECT_FALSE(std::regex_search(ir, std::regex("memref.copy[^\n]*xi8|alloca?\\([^\n]*xi8>"))) << "W was copied: " << ir;
+  EXPECT_EQ(ir.find("64x256xf32"), std::string::npos) << "W was dequantized whole: " << ir;
+  const bool signed_bytes = f == QuantFormat::kQ8_0x16 || f == QuantFormat::kQ8_0;
+  const std::string reg = host.avx512 ? "%zmm" : "%ymm";
+  EXPECT_TRUE(std::regex_search(asm_text, std::regex(std::string(signed_bytes ? "vpmovsxbd" : "vpmovzxbd") + "[^\n]*" + reg)))
+      << asm_text;
+  EXPECT_TRUE(std::regex_search(asm_text, std::regex("vcvtdq2ps[^\n]*" + reg))) << asm_text;
+  EXPECT_TRUE(std::regex_search(asm_text, std::regex("vbroadcastf(32x4|128)"))) << asm_text;
+  EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
 }
 
-// Plain Q4_0 / Q8_0 prompts with f32 activations: the product replaced by
-// the row-group kernel (x's 4 values broadcast as one 128-bit lane, no
-// horizontal sums), W's bytes widened as they are read (not copied), and
-// W never dequantized whole (no f32 [64, 256] buffer: it was, before).
+// The x16 formats: decode rows (W's interleaved bytes widened in
+// registers) and a prompt.
+TEST(Quant, X16RowsWithF32ActivationsWidenWInRegisters) {
+  if (!int8_target("").avx2) GTEST_SKIP() << "this CPU has no AVX2: the row-group kernels are not used here";
+  for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16})
+    for (int64_t rows : {1, 48}) expect_f32_row_group_kernel(f, rows);
+}
+
+// Plain Q4_0 / Q8_0 prompts: each group of 16 rows dequantized on the
+// stack, one at a time.
 TEST(Quant, PlainRowsWithF32ActivationsDequantizeOneGroupAtATime) {
-  const Int8Target host = int8_target("");
-  if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the row-group kernels are not used here";
-  for (QuantFormat f : {QuantFormat::kQ4_0, QuantFormat::kQ8_0}) {
-    SCOPED_TRACE(name(f));
-    DumpDir dir(std::string(name(f)) + "-plain-f32");
-    io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(64 * 256, -1, 1, 79), 64, 256);
-    CompileFnOptions o;
-    o.compile.diagnostics.dump = {"bufferize", "asm"};
-    o.compile.diagnostics.dump_dir = dir.path().string();
-    must(compile_fn(cpu(), o,
-                    [](Tensor a, Tensor v, Tensor s) {
-                      return quantized_matmul(a, v, s, QuantizedMatmulOptions{QuantizedActivations::kF32});
-                    },
-                    Shape(DType::kF32, {48, 256}), q.values_shape, q.scales_shape));
-    const std::string ir = testing::stage_dump(dir.path(), "bufferize.mlir");
-    const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
-    EXPECT_EQ(ir.find("radix.int8_dot"), std::string::npos) << "the product was not replaced: " << ir;
-    EXPECT_FALSE(std::regex_search(ir, std::regex("memref.copy[^\n]*xi8|alloca?\\([^\n]*xi8>"))) << "W was copied: " << ir;
-    EXPECT_EQ(ir.find("64x256xf32"), std::string::npos) << "W was dequantized whole: " << ir;
-    const char* widen = f == QuantFormat::kQ8_0 ? "vpmovsxbd" : "vpmovzxbd";
-    EXPECT_NE(asm_text.find(widen), std::string::npos) << asm_text;
-    EXPECT_TRUE(std::regex_search(asm_text, std::regex("vbroadcastf(32x4|128)"))) << asm_text;
-    EXPECT_EQ(asm_text.find("vhaddps"), std::string::npos) << asm_text;
-  }
+  if (!int8_target("").avx2) GTEST_SKIP() << "this CPU has no AVX2: the row-group kernels are not used here";
+  for (QuantFormat f : {QuantFormat::kQ4_0, QuantFormat::kQ8_0}) expect_f32_row_group_kernel(f, 48);
 }
 
 // interleave_rows moves bytes and scales, never numbers: the host

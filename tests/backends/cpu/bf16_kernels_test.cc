@@ -76,10 +76,12 @@ double worst_error(const Product& p, int64_t M, int64_t N, int64_t K, bool round
 struct Mnk {
   int64_t m, n, k;
 };
-// Tiles: m 128 / 6 / 3 / 1 (4-, 2-, 1-row tiles), n 768 / 10 / 7 / 1
-// (8, 4, 2, 1 weight rows; one row of x, a decode step, takes 1), k one step
-// (32) to stories15M's 288.
-constexpr Mnk kShapes[] = {{128, 768, 288}, {1, 768, 288}, {6, 10, 32}, {3, 7, 64}, {1, 1, 96}, {2, 40, 128}, {16, 32000 / 50, 64}};
+// Tiles: m 128 / 2 / 3 / 1 (4-, 2-, 1-row tiles; 6, 7 and 129: 4-row tiles
+// and the last 2, 3 or 1 rows one at a time), n 768 / 10 / 7 / 1 (8, 4, 2,
+// 1 weight rows; one row of x, a decode step, takes 1), k one step (32) to
+// stories15M's 288.
+constexpr Mnk kShapes[] = {{128, 768, 288}, {1, 768, 288}, {6, 10, 32},  {3, 7, 64},        {1, 1, 96},
+                           {2, 40, 128},    {7, 12, 64},   {129, 40, 96}, {16, 32000 / 50, 64}};
 
 TEST(Bf16Kernels, ProductsMatchRoundedActivationsOnEveryThreadCount) {
   if (!host_has_bf16())

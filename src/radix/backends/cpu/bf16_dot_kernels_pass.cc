@@ -15,15 +15,17 @@
 //
 // Loops: the n axis in tiles of tn weight rows (an scf.forall over the tiles
 // when the plan says parallel: the "lower" stage turns it into an OpenMP
-// loop), then m in tiles of tm rows, then k in steps of 32 with tm x tn
-// accumulators, each a dot product's 16 partial sums along k (rows of x
-// and W are both contiguous in k: nothing is repacked). A tile's
+// loop), then m in tiles of tm rows (the last M % tm rows one at a time),
+// then k in steps of 32 with tm x tn accumulators, each a dot product's 16
+// partial sums along k (rows of x and W are both contiguous in k: nothing
+// is repacked). A tile's
 // accumulators are summed as one shuffle tree (see sum_lanes) and its tn
 // sums per row stored as one vector.
 //
 // Runs after bufferization; an op it does not recognize stays a
 // linalg.matmul and becomes plain loops (slow, still correct).
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "llvm/Support/MathExtras.h"
@@ -67,7 +69,7 @@ class Bf16KernelBuilder {
     if (r.size() != 3 || !lin.hasPureBufferSemantics() || op_.getNumDpsInputs() != 2) return false;
     const int64_t M = r[0], N = r[1], K = r[2];
     const int64_t tm = plan_.tm, tn = plan_.tn;
-    if (K % kStep != 0 || M % tm != 0 || N % tn != 0) return false;
+    if (K % kStep != 0 || N % tn != 0) return false;
     if (!llvm::isPowerOf2_64(static_cast<uint64_t>(tm * tn)) || tm * tn > kLanes) return false;
     for (Value v : op_->getOperands()) {
       auto mt = llvm::dyn_cast<mlir::MemRefType>(v.getType());
@@ -93,9 +95,16 @@ class Bf16KernelBuilder {
       mlir::OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
       Value n0 = mlir::arith::MulIOp::create(b_, loc_, tile, idx(tn));
-      auto rows = mlir::scf::ForOp::create(b_, loc_, zero, idx(M), idx(tm));
-      b_.setInsertionPointToStart(rows.getBody());
-      emit_tile(rows.getInductionVar(), n0, K);
+      // Rows in tiles of tm, the last M % tm (a prompt of 129 tokens) one
+      // at a time against the same tn weight rows.
+      const int64_t whole = M / tm * tm;
+      for (auto [begin, end, rows_per_tile] : {std::tuple<int64_t, int64_t, int64_t>{0, whole, tm}, {whole, M, 1}}) {
+        if (begin == end) continue;
+        mlir::OpBuilder::InsertionGuard rg(b_);
+        auto rows = mlir::scf::ForOp::create(b_, loc_, idx(begin), idx(end), idx(rows_per_tile));
+        b_.setInsertionPointToStart(rows.getBody());
+        emit_tile(rows.getInductionVar(), n0, K, rows_per_tile);
+      }
     };
     const int64_t tiles = N / tn;
     emit_tile_loop(b_, loc_, tiles, plan_.parallel && tiles > 1, body);
@@ -144,8 +153,8 @@ class Bf16KernelBuilder {
   }
 
   // One tile: tm rows of x (from m0) times tn rows of W (from n0).
-  void emit_tile(Value m0, Value n0, int64_t K) {
-    const int64_t tm = plan_.tm, tn = plan_.tn;
+  void emit_tile(Value m0, Value n0, int64_t K, int64_t tm) {
+    const int64_t tn = plan_.tn;
     auto f32v = vec(kLanes, b_.getF32Type());
     auto bf16v = vec(kStep, b_.getBF16Type());
     Value zero = mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(f32v, b_.getF32FloatAttr(0)));
