@@ -90,6 +90,20 @@ TEST(Schedule, PackedMatmulOnEveryIsa) {
   }
 }
 
+// Narrow outputs that are whole vectors but not whole 2-vector panels (48
+// and 16 columns on AVX-512) are packed in one-vector panels on 32-register
+// ISAs (no columns of zeros); others keep two-vector panels, padded.
+TEST(Schedule, NarrowOutputsTakeOneVectorPanels) {
+  for (const IsaCase& c : kIsas)
+    for (int64_t n : {48, 16}) {
+      auto [script, ir] = check(c, 1024, 1024, n);  // 2^24 MACs and more: packed
+      EXPECT_NE(script.find("transform.structured.pack"), std::string::npos) << c.name << " n " << n;
+      const int64_t panel = c.isa.registers >= 32 ? c.isa.f32_lanes : 2 * c.isa.f32_lanes;
+      EXPECT_NE(script.find("packed_sizes = [0, " + std::to_string(panel) + ", 0]"), std::string::npos)
+          << c.name << " n " << n << script;
+    }
+}
+
 // 16-register ISAs run whole blocks of 96 (or 48) rows in 6-row tiles and
 // split the rest off to 4-row tiles: 200 = 2 x 96 + 8, 288 = 3 x 96 (no
 // split); 56 rows are one block whose B panels are packed inside it (4-row

@@ -49,6 +49,21 @@ constexpr int64_t kRegK = 4;
 constexpr int64_t kMinThreadBlockM = 32;  // smallest M block made to give threads work
 constexpr int64_t kPackCopyK = 8;  // K rows per vectorized step of B's packing copy
 constexpr int64_t kPackTransposeBlock = 16;  // B [N, K] on AVX-512: 16 x 16 transposes
+// Narrow column counts that are whole vectors but not whole 2-vector panels
+// (16 or 48 on AVX-512: an operand-swapped prompt of that many rows) take
+// panels of one vector on 32-register ISAs, 8 x 1 register tiles (8
+// accumulators, two FMAs' latency) rather than 16 or 32 columns of zeros.
+// Measured on Zen 5, one core, x[m,768]·W[2048,768]ᵀ GFLOP/s, W packed
+// (rows padded to 8) / swapped with one-vector panels: m = 12 (to 16) 39-40
+// -> 79, 16 45-53 -> 104, 17 (16 + 1 split) 43-45 -> 87, 20 51-54 -> 105,
+// 24 57-61 -> 105 (OpenBLAS 53-71); two cores 17 162, 24 181.
+constexpr int64_t kNarrowPanelMaxCols = 128;
+static int64_t panel_width(int64_t N, const VectorIsa& isa) {
+  const int64_t two = kPanelVectors * isa.f32_lanes;
+  const bool narrow = isa.registers >= 32 && N < kNarrowPanelMaxCols && N % two != 0 && N % isa.f32_lanes == 0;
+  return narrow ? isa.f32_lanes : two;
+}
+
 // Register tile rows: accumulators = reg_m * kPanelVectors must leave room for
 // the B vectors and the A broadcast: 4 x 2 = 8 of 16 ymm, 8 x 2 = 16 of 32 zmm.
 static int64_t packed_reg_m(const VectorIsa& isa) { return isa.registers >= 32 ? 8 : 4; }
@@ -108,7 +123,7 @@ static std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, co
     return 0;
   };
   const bool wide = isa.registers >= 32;
-  const int64_t panel = kPanelVectors * isa.f32_lanes;
+  const int64_t panel = panel_width(N, isa);
   PackBlocks b{pick(M, wide ? kBlockMAvx512 : kBlockMAvx2), N % kBlockN == 0 ? kBlockN : 0,
                pick(K, wide ? kBlockKAvx512 : kBlockKAvx2)};
   // The largest divisor of `dim` that is a multiple of `step` and at most
@@ -191,7 +206,7 @@ bool uses_small_blocks(int64_t M, int64_t N, int64_t K, int64_t tm, int64_t tn) 
 static void emit_packed_matmul(std::ostringstream& body, const std::string& id, const VectorIsa& isa, int threads,
                         bool transposed_b, bool f32_b, const PackBlocks& blk, int64_t rows, int64_t cols,
                         int64_t depth) {
-  const int64_t panel = kPanelVectors * isa.f32_lanes;
+  const int64_t panel = panel_width(cols, isa);
   const int64_t reg_m = packed_reg_m(isa);
   const std::string p = id + "p";
   // linalg.matmul (m, n, k) -> generic (m, n/panel, k, panel) on B [K, N/panel, panel], C [M, N/panel, panel].
@@ -744,6 +759,12 @@ void int8_outputs_without_fills(mlir::ModuleOp module, int threads, const Int8Ta
 // [256,1024]·W[4096,1024]ᵀ (K = 4 M) 195 -> 204.
 constexpr int64_t kSwapMaxRows = 512, kSwapMinDepthPerRow = 4;
 
+// The rows a swapped prompt takes in whole panels of the swapped product's
+// columns: one vector's worth for narrow ones (panel_width), else two.
+static int64_t swap_rows_step(int64_t M, const VectorIsa& isa) {
+  return isa.registers >= 32 && M < kNarrowPanelMaxCols ? isa.f32_lanes : kPanelVectors * isa.f32_lanes;
+}
+
 // The swap pays for an M x N x K product (and the packed schedule takes it).
 static bool swap_pays(int64_t M, int64_t N, int64_t K, const VectorIsa& isa) {
   return M <= kSwapMaxRows && N >= 2 * M && K >= kSwapMinDepthPerRow * M && pack_blocks(N, M, K, isa, 1).has_value();
@@ -895,7 +916,7 @@ std::optional<PaddedDims> padded_dims(mlir::linalg::LinalgOp mm, const VectorIsa
     // only (swap_small_row_matmuls): past the last whole panel by more than
     // kSplitMaxRestRows rows (fewer are split off, split_prompt_rows), up to
     // the next one.
-    const int64_t panel = kPanelVectors * lanes;
+    const int64_t panel = swap_rows_step(M, isa);
     if (bt && M > panel && swap_pays(round_up(M, panel), p.n, p.k, isa)) p.m = round_up(M, panel);
   } else if (!bt) {
     // Register tiles (register_tile; batch_matmul's per batch): whole
@@ -950,7 +971,6 @@ mlir::Value pad_with_zeros(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v
 // one core, stories110M f32 prefill of 129 tokens, padded to 136 rows /
 // split: 437 / 497 tok/s (128 tokens: 529-539).
 int split_prompt_rows(mlir::ModuleOp module, const VectorIsa& isa) {
-  const int64_t panel = kPanelVectors * isa.f32_lanes;
   llvm::SmallVector<mlir::linalg::MatmulOp> todo;
   module.walk([&](mlir::linalg::MatmulOp mm) {
     if (!plain_matmul(mm) || !b_transposed(mm) || !mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>())
@@ -958,7 +978,7 @@ int split_prompt_rows(mlir::ModuleOp module, const VectorIsa& isa) {
     for (mlir::Value v : mm->getOperands())
       if (!llvm::cast<mlir::ShapedType>(v.getType()).getElementType().isF32()) return;
     llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
-    const int64_t rest = r[0] % panel;
+    const int64_t panel = swap_rows_step(r[0], isa), rest = r[0] % panel;
     if (r[0] > panel && rest >= 1 && rest <= kSplitMaxRestRows && swap_pays(r[0] - rest, r[1], r[2], isa))
       todo.push_back(mm);
   });
@@ -966,7 +986,7 @@ int split_prompt_rows(mlir::ModuleOp module, const VectorIsa& isa) {
     mlir::OpBuilder b(mm);
     mlir::Location loc = mm.getLoc();
     auto ct = llvm::cast<mlir::RankedTensorType>(mm->getResult(0).getType());
-    const int64_t M = ct.getDimSize(0), N = ct.getDimSize(1), main_rows = M / panel * panel;
+    const int64_t M = ct.getDimSize(0), N = ct.getDimSize(1), step = swap_rows_step(M, isa), main_rows = M / step * step;
     mlir::Value x = mm.getDpsInputOperand(0)->get(), w = mm.getDpsInputOperand(1)->get();
     const int64_t K = llvm::cast<mlir::RankedTensorType>(x.getType()).getDimSize(1);
     auto fill = mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
