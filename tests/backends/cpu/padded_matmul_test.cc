@@ -145,10 +145,14 @@ TEST(PaddedMatmul, ConsumersReadTheSlice) {
     }
 }
 
-// Sizes that tile as they are stay unpadded (the Llama shapes among them).
+// Sizes that tile as they are stay unpadded (the Llama shapes among them),
+// and so do decode steps' mat-vecs large enough for the packed schedule
+// (one or two rows: padded to a packed tile, W was read at a seventh of the
+// rate).
 TEST(PaddedMatmul, WholeTilesAreNotPadded) {
   for (const Case& s : {Case{128, 768, 288, true}, Case{256, 256, 256, false}, Case{1, 768, 288, true},
-                        Case{6, 48, 40, true}, Case{64, 64, 64, false}})
+                        Case{6, 48, 40, true}, Case{64, 64, 64, false}, Case{1, 2048, 8192, true},
+                        Case{2, 1024, 8192, false}})
     for (const IsaCase& c : kIsas) {
       const std::string sum = run(s, c, 1, /*with_bias=*/false);
       EXPECT_NE(sum.find("0 padded"), std::string::npos) << name(s) << " " << c.name << ": " << sum;
