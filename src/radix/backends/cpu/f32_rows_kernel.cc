@@ -24,7 +24,9 @@
 // when the plan says so, each row of x in turn (decode steps: one or two
 // rows, see int8_kernel_plan). Prompts (plan.prompt) dequantize each row
 // group once into a stack buffer and run tiles of 4 (AVX-512) or 3 rows of
-// x against it: see build_prompt.
+// x against it: see build_prompt. Prompts in plain Q8_0 / Q4_0 rows
+// (plan.plain: W [N/16, 16, KB, 8 or 4, 4]) fill the same buffer from 16
+// plain rows, rearranged into the lanes' order (dequantize_plain_block).
 #include "radix/backends/cpu/f32_rows_kernel.h"
 
 #include <algorithm>
@@ -301,15 +303,14 @@ class F32RowsKernelBuilder {
     // AVX-512 4 / 5 / 6 rows 109-111 alike; Zen 3's code there 2 / 3 / 4 rows
     // 101 / 108-110 / 52 (spills).
     const int64_t tm = L == 16 ? 4 : 3, whole = rows_count_ / tm * tm;
-    auto emit_rows = [&](Value m0, int64_t rows) { emit_prompt_rows(m0, rows, r0, p, buf, kc, ub, first); };
     Value end = mlir::arith::AddIOp::create(b_, loc_, rows_begin_, idx(whole));
     if (whole > 0) {
       auto rows = mlir::scf::ForOp::create(b_, loc_, rows_begin_, end, idx(tm));
       mlir::OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPointToStart(rows.getBody());
-      emit_rows(rows.getInductionVar(), tm);
+      emit_prompt_rows(rows.getInductionVar(), tm, r0, p, buf, kc, ub, first);
     }
-    if (rows_count_ > whole) emit_rows(end, rows_count_ - whole);
+    if (rows_count_ > whole) emit_prompt_rows(end, rows_count_ - whole, r0, p, buf, kc, ub, first);
   }
 
   // Block kb of x16 rows 16 r0 + L p .. + L into the buffer's rows kl * 32

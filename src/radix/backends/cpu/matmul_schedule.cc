@@ -934,9 +934,9 @@ std::optional<PaddedDims> padded_dims(mlir::linalg::LinalgOp mm, const VectorIsa
     if (M > 4 && (tm < 3 || (p.n != N && tm * vectors < 8))) p.m = round_up(M, std::max<int64_t>(8 / vectors, 1));
   } else {
     // Dot products (dot_tiles; also attention's q · kᵀ per batch): K in
-    // whole vectors; several rows of x in
-    // tiles of 2 or 4, their weight rows likewise (a single row of x reads
-    // each weight row once: W is not copied for it).
+    // whole vectors; several rows of x in tiles of 2 or 4, their weight
+    // rows likewise (a single row of x reads each weight row once: W is not
+    // copied for it).
     if (K % 4 != 0) p.k = K > lanes ? round_up(K, lanes) : round_up(K, 4);
     if (M > 2 && M % 2 != 0) p.m = round_up(M, 4);
     if (M >= 4 && N % 2 != 0) p.n = round_up(N, 4);
@@ -981,8 +981,11 @@ int split_prompt_rows(mlir::ModuleOp module, const VectorIsa& isa) {
     for (mlir::Value v : mm->getOperands())
       if (!llvm::cast<mlir::ShapedType>(v.getType()).getElementType().isF32()) return;
     llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
-    const int64_t panel = swap_rows_step(r[0], isa), rest = r[0] % panel;
-    if (r[0] > panel && rest >= 1 && rest <= kSplitMaxRestRows && swap_pays(r[0] - rest, r[1], r[2], isa))
+    const int64_t panel = swap_rows_step(r[0], isa), rest = r[0] % panel, main_rows = r[0] - rest;
+    // The whole panels must be a product the packed schedule takes (and so
+    // swaps), or the split only makes two small products of one.
+    if (r[0] > panel && rest >= 1 && rest <= kSplitMaxRestRows && main_rows >= kPackedMinRowsTransposedB &&
+        main_rows * r[1] * r[2] >= kPackMinVolumeTransposedB && swap_pays(main_rows, r[1], r[2], isa))
       todo.push_back(mm);
   });
   for (mlir::linalg::MatmulOp mm : todo) {
