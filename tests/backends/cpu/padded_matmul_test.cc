@@ -78,11 +78,12 @@ std::string run(const Case& s, const IsaCase& c, int threads, bool with_bias) {
 // Sizes with no whole tiles, each padded: register-tiled (a prime M, N not
 // a multiple of 4), packed (129³, a 257 x 255 x 257 product, 301- and
 // 17-row prompts times weights), dot products (odd rows of x, an odd
-// number of weight rows, K = 1023 — for a single row of x too).
+// number of weight rows, K = 1023 — for a single row of x too; 6 rows of
+// x, 2 past a 4-row tile, in a product large enough to pad).
 TEST(PaddedMatmul, OddSizesMatchTheLoopOnEveryIsa) {
   const Case cases[] = {{7, 5, 13, false},   {129, 129, 129, false}, {257, 255, 257, false}, {31, 100, 7, false},
                         {129, 129, 129, true}, {301, 96, 40, true},  {17, 2048, 64, true},   {5, 37, 1023, true},
-                        {1, 33, 1023, true},   {3, 31, 64, true}};
+                        {1, 33, 1023, true},   {3, 31, 64, true},     {6, 2048, 64, true}};
   for (const Case& s : cases)
     for (const IsaCase& c : kIsas)
       for (int threads : {1, 2}) {
