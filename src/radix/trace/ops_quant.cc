@@ -280,8 +280,7 @@ bool quantized_matmul_in_registers(QuantFormat format, int64_t rows, int64_t n, 
                                    const QuantizedMatmulOptions& options) {
   if (format == QuantFormat::kQ4_0x16 || format == QuantFormat::kQ8_0x16) return true;
   if (rows <= kQuantizedDotMaxRows) return true;
-  if (options.activations != QuantizedActivations::kInt8Blocks)
-    return (format == QuantFormat::kQ4_0 || format == QuantFormat::kQ8_0) && n % kQuantRowGroup == 0;
+  if (options.activations != QuantizedActivations::kInt8Blocks) return plain_f32_row_groups(format, rows, n, options);
   if (k % kQuantBlock != 0) return false;
   return k >= kQuantizedPromptMinK || (format == QuantFormat::kQ4_0 && n % 8 == 0) ||
          (format == QuantFormat::kQ8_0 && n % 16 == 0);

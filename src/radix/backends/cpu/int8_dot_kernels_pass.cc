@@ -1340,20 +1340,18 @@ class Int8DotKernelsPass : public mlir::PassWrapper<Int8DotKernelsPass, mlir::Op
       const bool overwrite = g->hasAttr(kInt8OverwriteAttr);
       g->removeAttr(kInt8KernelAttr);
       g->removeAttr(kInt8OverwriteAttr);
-      std::optional<Roles> roles = format ? roles_of(format.getValue()) : std::nullopt;
-      const bool q4_rows = format && format.getValue() == quantized_dot::kQ4_0x16,
-                 q8_rows = format && format.getValue() == quantized_dot::kQ8_0x16;
-      const bool plain_f32 = format && (format.getValue() == quantized_dot::kQ4_0F32 ||
-                                      format.getValue() == quantized_dot::kQ8_0F32);
-      const bool f32_rows = plain_f32 || (format && (format.getValue() == quantized_dot::kQ4_0x16F32 ||
-                                                     format.getValue() == quantized_dot::kQ8_0x16F32));
+      const llvm::StringRef f = format ? format.getValue() : llvm::StringRef();
+      std::optional<Roles> roles = format ? roles_of(f) : std::nullopt;
+      const bool q4_rows = f == quantized_dot::kQ4_0x16, q8_rows = f == quantized_dot::kQ8_0x16;
+      const bool plain_f32 = f == quantized_dot::kQ4_0F32 || f == quantized_dot::kQ8_0F32;
+      const bool f32_rows = plain_f32 || f == quantized_dot::kQ4_0x16F32 || f == quantized_dot::kQ8_0x16F32;
       bool built = false;
       if (plan_attr && plan_attr.size() == 7 && (roles || q4_rows || q8_rows || f32_rows)) {
         llvm::ArrayRef<int64_t> p = plan_attr.asArrayRef();
         const Plan plan{p[0], p[1], p[2] != 0, p[3] != 0, p[4] != 0, p[5] != 0, p[6] != 0, overwrite};
         if (f32_rows)
-          built = build_f32_rows_kernel(g, F32RowsKernelPlan{.q8 = format.getValue() == quantized_dot::kQ8_0x16F32 ||
-                                                                   format.getValue() == quantized_dot::kQ8_0F32,
+          built = build_f32_rows_kernel(g, F32RowsKernelPlan{.q8 = f == quantized_dot::kQ8_0x16F32 ||
+                                                                   f == quantized_dot::kQ8_0F32,
                                                              .parallel = plan.parallel,
                                                              .lanes = plan.wide ? 16 : 8,
                                                              .overwrite = overwrite,
@@ -1361,7 +1359,7 @@ class Int8DotKernelsPass : public mlir::PassWrapper<Int8DotKernelsPass, mlir::Op
                                                              .plain = plain_f32});
         else if (plan.tm >= 1 && plan.tn >= 1)
           built = q4_rows || q8_rows ? RowsKernelBuilder(g, plan, q8_rows).build()
-                  : format.getValue() == quantized_dot::kQ8_0 && plan.interleaved
+                  : f == quantized_dot::kQ8_0 && plan.interleaved
                       ? RowsKernelBuilder(g, plan, true, /*gather=*/true).build()
                       : KernelBuilder(g, *roles, plan).build();
       }

@@ -110,6 +110,28 @@ namespace {
 struct PackBlocks {
   int64_t m = 0, n = 0, k = 0;
 };
+
+// The largest divisor of `dim` that is a multiple of `step` and at most
+// `max` (0 if none).
+int64_t block_divisor(int64_t dim, int64_t step, int64_t max) {
+  for (int64_t d = std::min(dim, max) / step * step; d >= step; d -= step)
+    if (dim % d == 0) return d;
+  return 0;
+}
+
+// Every operand (and so the result) of `op` is f32.
+bool all_f32(mlir::Operation* op) {
+  return llvm::all_of(op->getOperands(), [](mlir::Value v) {
+    return llvm::cast<mlir::ShapedType>(v.getType()).getElementType().isF32();
+  });
+}
+
+// A tensor of `shape` filled with `value` (a matmul's accumulator, a
+// padded operand's zeros).
+mlir::Value filled(mlir::OpBuilder& b, mlir::Location loc, mlir::Value value, llvm::ArrayRef<int64_t> shape) {
+  mlir::Value empty = mlir::tensor::EmptyOp::create(b, loc, shape, value.getType());
+  return mlir::linalg::FillOp::create(b, loc, mlir::ValueRange{value}, mlir::ValueRange{empty}).getResult(0);
+}
 }  // namespace
 
 // The packed schedule's blocks for an M x N x K matmul, or none when no
@@ -126,18 +148,12 @@ static std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, co
   const int64_t panel = panel_width(N, isa);
   PackBlocks b{pick(M, wide ? kBlockMAvx512 : kBlockMAvx2), N % kBlockN == 0 ? kBlockN : 0,
                pick(K, wide ? kBlockKAvx512 : kBlockKAvx2)};
-  // The largest divisor of `dim` that is a multiple of `step` and at most
-  // `max` (0 if none). Sizes no standard block divides (Llama widths such as
-  // 288) take the largest one of their tile (a register tile for M, a panel
-  // for N, kRegK for K) no larger than the standard block.
-  auto divisor = [](int64_t dim, int64_t step, int64_t max) -> int64_t {
-    for (int64_t d = std::min(dim, max) / step * step; d >= step; d -= step)
-      if (dim % d == 0) return d;
-    return 0;
-  };
-  if (!b.m) b.m = divisor(M, packed_reg_m(isa), wide ? *kBlockMAvx512.begin() : *kBlockMAvx2.begin());
-  if (!b.n) b.n = divisor(N, panel, kBlockN);
-  if (!b.k) b.k = divisor(K, kRegK, wide ? *kBlockKAvx512.begin() : *kBlockKAvx2.begin());
+  // Sizes no standard block divides (Llama widths such as 288) take the
+  // largest one of their tile (a register tile for M, a panel for N, kRegK
+  // for K) no larger than the standard block.
+  if (!b.m) b.m = block_divisor(M, packed_reg_m(isa), wide ? *kBlockMAvx512.begin() : *kBlockMAvx2.begin());
+  if (!b.n) b.n = block_divisor(N, panel, kBlockN);
+  if (!b.k) b.k = block_divisor(K, kRegK, wide ? *kBlockKAvx512.begin() : *kBlockKAvx2.begin());
   if (!b.m || !b.n || !b.k || b.n % panel != 0 || b.m % packed_reg_m(isa) != 0 || b.k % kRegK != 0) return std::nullopt;
   // Threads, all rows in one block: narrower N blocks (whole panels, at
   // least two) instead, so that each thread packs the panels of B it reads
@@ -147,7 +163,7 @@ static std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, co
   // GFLOP/s, 0.90 -> 0.92-0.99x oneDNN in `radix bench` runs. Four forall
   // tiles per thread rather than two (see kOneRowBlockTilesPerThread).
   while (threads > 1 && b.m == M && (N / b.n) < kOneRowBlockTilesPerThread * threads) {
-    const int64_t next = divisor(N, panel, b.n - panel);
+    const int64_t next = block_divisor(N, panel, b.n - panel);
     if (next < 2 * panel) break;
     b.n = next;
   }
@@ -155,7 +171,7 @@ static std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, co
   // tiles: halving 200 gave 50, which no 8-row tile divides, and the op was
   // left unvectorized on AVX-512) until each thread has two blocks.
   while (threads > 1 && b.m > 64 && (M / b.m) * (N / b.n) < 2 * threads) {
-    const int64_t next = divisor(M, packed_reg_m(isa), b.m - packed_reg_m(isa));
+    const int64_t next = block_divisor(M, packed_reg_m(isa), b.m - packed_reg_m(isa));
     if (next < kMinThreadBlockM) break;
     b.m = next;
   }
@@ -771,9 +787,7 @@ static bool swap_pays(int64_t M, int64_t N, int64_t K, const VectorIsa& isa) {
 }
 
 static bool swaps_operands(mlir::linalg::MatmulOp mm, const VectorIsa& isa) {
-  if (!plain_matmul(mm) || !b_transposed(mm) || !use_packed_schedule(mm, isa)) return false;
-  for (mlir::Value v : mm->getOperands())
-    if (!llvm::cast<mlir::ShapedType>(v.getType()).getElementType().isF32()) return false;
+  if (!plain_matmul(mm) || !b_transposed(mm) || !use_packed_schedule(mm, isa) || !all_f32(mm)) return false;
   auto fill = mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
   if (!fill) return false;
   llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
@@ -792,11 +806,7 @@ int swap_small_row_matmuls(mlir::ModuleOp module, const VectorIsa& isa) {
     auto ct = llvm::cast<mlir::RankedTensorType>(mm->getResult(0).getType());
     const int64_t M = ct.getDimSize(0), N = ct.getDimSize(1);
     auto swapped_t = mlir::RankedTensorType::get({N, M}, ct.getElementType());
-    mlir::Value acc =
-        mlir::linalg::FillOp::create(b, loc, mlir::ValueRange{fill.getInputs()[0]},
-                                     mlir::ValueRange{mlir::tensor::EmptyOp::create(b, loc, swapped_t.getShape(),
-                                                                                    ct.getElementType())})
-            .getResult(0);
+    mlir::Value acc = filled(b, loc, fill.getInputs()[0], swapped_t.getShape());
     llvm::SmallVector<mlir::Value, 2> ins = {mm.getDpsInputOperand(1)->get(), mm.getDpsInputOperand(0)->get()};
     llvm::SmallVector<mlir::NamedAttribute, 1> attrs = {b.getNamedAttr("indexing_maps", mm.getIndexingMaps())};
     mlir::Value prod =
@@ -865,14 +875,6 @@ llvm::SmallVector<mlir::OpFoldResult> sizes_of(mlir::OpBuilder& b, llvm::ArrayRe
   return out;
 }
 
-// The largest multiple of `step` at most `max` that divides `dim` (0 if
-// none), as pack_blocks picks its blocks.
-int64_t block_divisor(int64_t dim, int64_t step, int64_t max) {
-  for (int64_t d = std::min(dim, max) / step * step; d >= step; d -= step)
-    if (dim % d == 0) return d;
-  return 0;
-}
-
 // The smallest multiple of `step` from `dim` on whose best block (at most
 // `max`) is at least `want` (or the whole dim, if smaller).
 int64_t padded_dim(int64_t dim, int64_t step, int64_t max, int64_t want) {
@@ -894,8 +896,7 @@ struct PaddedDims {
 // Only dims that need it are padded (a weight matrix W is copied only for
 // its own odd sizes, not for a prompt's length).
 std::optional<PaddedDims> padded_dims(mlir::linalg::LinalgOp mm, const VectorIsa& isa) {
-  for (mlir::Value v : mm->getOperands())
-    if (!llvm::cast<mlir::ShapedType>(v.getType()).getElementType().isF32()) return std::nullopt;
+  if (!all_f32(mm)) return std::nullopt;
   llvm::SmallVector<int64_t> r = mm.getStaticLoopRanges();
   const size_t o = r.size() - 3;  // a batch dim first (batch_matmul): never padded
   const int64_t M = r[o], N = r[o + 1], K = r[o + 2];
@@ -958,10 +959,7 @@ mlir::Value pad_with_zeros(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v
   shape[rank - 2] = prows;
   shape[rank - 1] = pcols;
   mlir::Value zero = mlir::arith::ConstantOp::create(b, loc, b.getZeroAttr(t.getElementType()));
-  mlir::Value full =
-      mlir::linalg::FillOp::create(b, loc, mlir::ValueRange{zero},
-                                   mlir::ValueRange{mlir::tensor::EmptyOp::create(b, loc, shape, t.getElementType())})
-          .getResult(0);
+  mlir::Value full = filled(b, loc, zero, shape);
   return mlir::tensor::InsertSliceOp::create(b, loc, v, full, at_origin(b, rank), sizes_of(b, t.getShape()),
                                              unit_strides(b, rank))
       .getResult();
@@ -980,10 +978,9 @@ mlir::Value pad_with_zeros(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v
 int split_prompt_rows(mlir::ModuleOp module, const VectorIsa& isa) {
   llvm::SmallVector<mlir::linalg::MatmulOp> todo;
   module.walk([&](mlir::linalg::MatmulOp mm) {
-    if (!plain_matmul(mm) || !b_transposed(mm) || !mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>())
+    if (!plain_matmul(mm) || !b_transposed(mm) || !all_f32(mm) ||
+        !mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>())
       return;
-    for (mlir::Value v : mm->getOperands())
-      if (!llvm::cast<mlir::ShapedType>(v.getType()).getElementType().isF32()) return;
     llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
     const int64_t panel = swap_rows_step(r[0], isa), rest = r[0] % panel, main_rows = r[0] - rest;
     // The whole panels must be a product the packed schedule takes (and so
@@ -1007,11 +1004,7 @@ int split_prompt_rows(mlir::ModuleOp module, const VectorIsa& isa) {
           b, loc, mlir::RankedTensorType::get({rows, K}, ct.getElementType()), x,
           llvm::SmallVector<mlir::OpFoldResult>{b.getIndexAttr(row0), b.getIndexAttr(0)}, sizes_of(b, {rows, K}),
           unit_strides(b, 2));
-      mlir::Value acc =
-          mlir::linalg::FillOp::create(
-              b, loc, mlir::ValueRange{fill.getInputs()[0]},
-              mlir::ValueRange{mlir::tensor::EmptyOp::create(b, loc, {rows, N}, ct.getElementType())})
-              .getResult(0);
+      mlir::Value acc = filled(b, loc, fill.getInputs()[0], {rows, N});
       mlir::Value part = mlir::linalg::MatmulOp::create(b, loc, mlir::TypeRange{acc.getType()}, mlir::ValueRange{xs, w},
                                                         mlir::ValueRange{acc}, attrs)
                              .getResult(0);
@@ -1052,10 +1045,7 @@ int pad_matmuls_to_tiles(mlir::ModuleOp module, const VectorIsa& isa) {
     llvm::SmallVector<int64_t> shape(ct.getShape());
     shape[shape.size() - 2] = p.m;
     shape[shape.size() - 1] = p.n;
-    mlir::Value acc =
-        mlir::linalg::FillOp::create(b, loc, mlir::ValueRange{fill.getInputs()[0]},
-                                     mlir::ValueRange{mlir::tensor::EmptyOp::create(b, loc, shape, ct.getElementType())})
-            .getResult(0);
+    mlir::Value acc = filled(b, loc, fill.getInputs()[0], shape);
     llvm::SmallVector<mlir::NamedAttribute, 1> attrs;
     if (op.hasUserDefinedMaps()) attrs.push_back(b.getNamedAttr("indexing_maps", op->getAttr("indexing_maps")));
     auto padded_t = mlir::RankedTensorType::get(shape, ct.getElementType());
