@@ -887,10 +887,46 @@ constexpr int64_t kPadWantBlockM = 64, kPadWantBlockN = 128, kPadWantBlockK = 12
 // Prompt rows past whole panels split off rather than padded (see
 // split_prompt_rows).
 constexpr int64_t kSplitMaxRestRows = 16;
+// Register tiles with fewer accumulators than this (FMA chains) are worth
+// a split of the rows that leaves whole 8-accumulator tiles.
+constexpr int64_t kSplitMinAccumulators = 8;
 
 struct PaddedDims {
   int64_t m, n, k;
 };
+
+// Which of the three schedules tiles a static product, by its sizes alone
+// (whether a block divides them aside).
+enum class ProductForm { kPacked, kRegister, kDot };
+ProductForm product_form(mlir::linalg::LinalgOp mm) {
+  llvm::SmallVector<int64_t> r = mm.getStaticLoopRanges();
+  const size_t o = r.size() - 3;  // a batch dim first (batch_matmul)
+  const int64_t M = r[o], N = r[o + 1], K = r[o + 2];
+  const bool bt = b_transposed(mm);
+  const int64_t min_volume = bt && M >= kPackedMinRowsTransposedB ? kPackMinVolumeTransposedB : kPackMinVolume;
+  // A few rows (decode steps: a mat-vec streaming W) keep their dot-product
+  // or register tiles: padded to a packed tile's 8 rows, [1,4096]·W[4096,
+  // 4096]ᵀ read W at 6 GB/s instead of 41.
+  if (o == 0 && M >= kPackedMinRowsTransposedB && M * N * K >= min_volume) return ProductForm::kPacked;
+  return bt ? ProductForm::kDot : ProductForm::kRegister;
+}
+
+// A traced product this file may pad or split: a static matmul or
+// batch_matmul (B as [.., k, n] or transposed) whose init is a fill.
+bool fits_padding(mlir::linalg::LinalgOp op) {
+  const bool batched = llvm::isa<mlir::linalg::BatchMatmulOp>(op.getOperation());
+  if (batched ? !all_static(op) || (op.hasUserDefinedMaps() && !b_transposed(op)) : !plain_matmul(op.getOperation()))
+    return false;
+  if (!batched && !llvm::isa<mlir::linalg::MatmulOp>(op.getOperation())) return false;
+  return op.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>() != nullptr;
+}
+
+// A register-tiled product's columns padded to whole vectors (or to 4
+// when at most one vector).
+int64_t padded_register_cols(int64_t N, const VectorIsa& isa) {
+  if (N % 4 == 0) return N;
+  return N > isa.f32_lanes ? round_up(N, isa.f32_lanes) : round_up(N, 4);
+}
 
 // The padded sizes of `mm` (all f32), or none when it tiles as it is.
 // Only dims that need it are padded (a weight matrix W is copied only for
@@ -900,14 +936,11 @@ std::optional<PaddedDims> padded_dims(mlir::linalg::LinalgOp mm, const VectorIsa
   llvm::SmallVector<int64_t> r = mm.getStaticLoopRanges();
   const size_t o = r.size() - 3;  // a batch dim first (batch_matmul): never padded
   const int64_t M = r[o], N = r[o + 1], K = r[o + 2];
-  const bool bt = b_transposed(mm), batched = o > 0;
+  const bool bt = b_transposed(mm);
   const int64_t lanes = isa.f32_lanes;
   PaddedDims p{M, N, K};
-  const int64_t min_volume = bt && M >= kPackedMinRowsTransposedB ? kPackMinVolumeTransposedB : kPackMinVolume;
-  // A few rows (decode steps: a mat-vec streaming W) keep their dot-product
-  // or register tiles: padded to a packed tile's 8 rows, [1,4096]·W[4096,
-  // 4096]ᵀ read W at 6 GB/s instead of 41.
-  if (!batched && M >= kPackedMinRowsTransposedB && M * N * K >= min_volume) {
+  const ProductForm form = product_form(mm);
+  if (form == ProductForm::kPacked) {
     // Packed: whole register tiles, panels and K steps, in blocks that
     // reuse what they load (a 296-row A in blocks of 8 rows would not).
     const std::optional<PackBlocks> b = pack_blocks(M, N, K, isa, 1);
@@ -922,14 +955,14 @@ std::optional<PaddedDims> padded_dims(mlir::linalg::LinalgOp mm, const VectorIsa
     // the next one.
     const int64_t panel = swap_rows_step(M, isa);
     if (bt && M > panel && swap_pays(round_up(M, panel), p.n, p.k, isa)) p.m = round_up(M, panel);
-  } else if (!bt) {
+  } else if (form == ProductForm::kRegister) {
     // Register tiles (register_tile; batch_matmul's per batch): whole
     // vectors of columns, and rows in tiles of 3 or more (a prime M had
     // one-row tiles).
     // Padded at all, the tile gets at least 8 accumulators (two FMAs'
     // latency): 129³ ran 3 x 16 tiles, 3 chains, at 76 GFLOP/s on a Zen 5
     // core.
-    if (N % 4 != 0) p.n = N > lanes ? round_up(N, lanes) : round_up(N, 4);
+    p.n = padded_register_cols(N, isa);
     const auto [tm, tn] = *register_tile(M, p.n, isa);
     const int64_t vectors = (tn + lanes - 1) / lanes;
     if (M > 4 && (tm < 3 || (p.n != N && tm * vectors < 8))) p.m = round_up(M, std::max<int64_t>(8 / vectors, 1));
@@ -965,6 +998,124 @@ mlir::Value pad_with_zeros(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v
       .getResult();
 }
 
+// Splits `op` (a matmul or batch_matmul whose init is a fill) in two
+// products along its rows (dim 0) or columns (dim 1) at `at`: each reads
+// the slices of the operands it needs and writes its part of one result
+// (eliminate-empty-tensors makes each part's accumulator a slice of it: no
+// copies). Returns the two parts, each a product from its own fill.
+std::pair<mlir::linalg::LinalgOp, mlir::linalg::LinalgOp> split_product(mlir::linalg::LinalgOp op, int dim,
+                                                                          int64_t at) {
+  mlir::OpBuilder b(op);
+  mlir::Location loc = op.getLoc();
+  auto ct = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+  const int64_t rank = ct.getRank(), o = rank - 2, total = ct.getDimSize(o + dim);
+  const bool batched = llvm::isa<mlir::linalg::BatchMatmulOp>(op.getOperation());
+  // The split axis of each operand: rows of A and C; columns of C and of B
+  // ([.., n, k] when transposed, else [.., k, n]).
+  const int64_t a_axis = o, b_axis = b_transposed(op) ? o : o + 1, c_axis = o + dim;
+  auto slice = [&](mlir::Value v, int64_t axis, int64_t offset, int64_t size) {
+    auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
+    llvm::SmallVector<int64_t> shape(t.getShape());
+    shape[size_t(axis)] = size;
+    llvm::SmallVector<mlir::OpFoldResult> offsets = at_origin(b, t.getRank());
+    offsets[size_t(axis)] = b.getIndexAttr(offset);
+    return mlir::tensor::ExtractSliceOp::create(b, loc, mlir::RankedTensorType::get(shape, t.getElementType()), v,
+                                                offsets, sizes_of(b, shape), unit_strides(b, t.getRank()))
+        .getResult();
+  };
+  auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
+  llvm::SmallVector<mlir::NamedAttribute, 1> attrs;
+  if (op.hasUserDefinedMaps()) attrs.push_back(b.getNamedAttr("indexing_maps", op->getAttr("indexing_maps")));
+  mlir::Value x = op.getDpsInputOperand(0)->get(), w = op.getDpsInputOperand(1)->get();
+  // A part of an earlier split: its parts go straight into that split's
+  // result, at their offsets there (nested, each level's result was a
+  // buffer of its own, copied into the next: a 301 x 301 product copied
+  // its 300 x 288 main part out).
+  auto outer = op->getResult(0).hasOneUse()
+                   ? llvm::dyn_cast<mlir::tensor::InsertSliceOp>(*op->getResult(0).getUsers().begin())
+                   : mlir::tensor::InsertSliceOp();
+  if (outer && (outer.getSource() != op->getResult(0) || !outer.hasUnitStride() ||
+                mlir::ShapedType::isDynamicShape(outer.getStaticOffsets())))
+    outer = {};
+  llvm::SmallVector<int64_t> base(size_t(rank), 0);
+  mlir::OpBuilder ib(op);  // the parts' inserts: right after them, or where the outer insert was
+  mlir::Value out;
+  if (outer) {
+    base.assign(outer.getStaticOffsets().begin(), outer.getStaticOffsets().end());
+    out = outer.getDest();
+    ib.setInsertionPoint(outer);
+  } else {
+    out = mlir::tensor::EmptyOp::create(b, loc, ct.getShape(), ct.getElementType());
+  }
+  llvm::SmallVector<mlir::linalg::LinalgOp, 2> parts;
+  for (auto [offset, size] : {std::pair<int64_t, int64_t>{0, at}, {at, total - at}}) {
+    mlir::Value pa = dim == 0 ? slice(x, a_axis, offset, size) : x;
+    mlir::Value pb = dim == 0 ? w : slice(w, b_axis, offset, size);
+    llvm::SmallVector<int64_t> shape(ct.getShape());
+    shape[size_t(c_axis)] = size;
+    mlir::Value acc = filled(b, loc, fill.getInputs()[0], shape);
+    auto t = mlir::RankedTensorType::get(shape, ct.getElementType());
+    mlir::Operation* part =
+        batched ? mlir::linalg::BatchMatmulOp::create(b, loc, mlir::TypeRange{t}, mlir::ValueRange{pa, pb},
+                                                      mlir::ValueRange{acc}, attrs)
+                      .getOperation()
+                : mlir::linalg::MatmulOp::create(b, loc, mlir::TypeRange{t}, mlir::ValueRange{pa, pb},
+                                                 mlir::ValueRange{acc}, attrs)
+                      .getOperation();
+    parts.push_back(llvm::cast<mlir::linalg::LinalgOp>(part));
+    llvm::SmallVector<mlir::OpFoldResult> offsets;
+    for (int64_t d = 0; d < rank; ++d) offsets.push_back(b.getIndexAttr(base[size_t(d)] + (d == c_axis ? offset : 0)));
+    if (!outer) ib.setInsertionPointAfter(part);
+    out = mlir::tensor::InsertSliceOp::create(ib, loc, part->getResult(0), out, offsets, sizes_of(b, shape),
+                                              unit_strides(b, rank))
+              .getResult();
+  }
+  if (outer) {
+    outer.getResult().replaceAllUsesWith(out);
+    outer->erase();
+  } else {
+    op->getResult(0).replaceAllUsesWith(out);
+  }
+  op->erase();
+  if (fill->use_empty()) fill->erase();
+  return {parts[0], parts[1]};
+}
+
+// A product with sizes no tile divides split at its last whole tile
+// (split_at_tiles), as {dim (0 rows, 1 columns), where}, or none.
+// Dot products and register tiles only (the packed schedule's blocks are
+// padded, see padded_dims). A split computes the rest rows (columns) as a
+// product of their own, reading the other operand again; padding copies
+// this operand and the result instead: split where the other operand is the
+// smaller. Attention's q·kᵀ over 301 tokens, 12 heads: padded, its 4.3 MB
+// score matrix was copied out of the padded one (0.82x oneDNN on a Zen 5
+// core); x[13,768]·W[2048,768]ᵀ stays padded (W would be read twice).
+std::optional<std::pair<int, int64_t>> split_point(mlir::linalg::LinalgOp mm, const VectorIsa& isa) {
+  if (!all_f32(mm)) return std::nullopt;
+  llvm::SmallVector<int64_t> r = mm.getStaticLoopRanges();
+  const size_t o = r.size() - 3;
+  const int64_t M = r[o], N = r[o + 1], K = r[o + 2], lanes = isa.f32_lanes;
+  const bool bt = b_transposed(mm);
+  if (product_form(mm) == ProductForm::kPacked) return std::nullopt;
+  // Rows split if B (re-read) is smaller than A and C (copied), columns if A is.
+  const bool rows_pay = N * K < M * K + M * N, cols_pay = M * K < N * K + M * N;
+  if (bt) {
+    if (M > 4 && rows_pay && (M % 2 != 0 || (M % 4 != 0 && M * N * K >= kParallelMinMatmulWork)))
+      return std::pair<int, int64_t>{0, M / 4 * 4};
+    if (M >= 4 && N > 4 && N % 2 != 0 && cols_pay) return std::pair<int, int64_t>{1, N / 4 * 4};
+    return std::nullopt;
+  }
+  // Columns in whole vectors: a width of 300 took 4-lane tiles over all
+  // of it (44 GFLOP/s against 200 for 288, [300,64]·[64,N], a Zen 5 core).
+  if (N % lanes != 0 && N > lanes && cols_pay) return std::pair<int, int64_t>{1, N / lanes * lanes};
+  // The rows' tiles over the columns as padded_dims leaves them.
+  const auto [tm, tn] = *register_tile(M, padded_register_cols(N, isa), isa);
+  const int64_t vectors = (tn + lanes - 1) / lanes, want = std::max<int64_t>(8 / vectors, 1);
+  if (M > want && rows_pay && (tm < 3 || tm * vectors < kSplitMinAccumulators) && M % want != 0)
+    return std::pair<int, int64_t>{0, M / want * want};
+  return std::nullopt;
+}
+
 }  // namespace
 
 // x[M, K] · W[N, K]ᵀ with M a few rows (1 to kSplitMaxRestRows) past a
@@ -975,7 +1126,7 @@ mlir::Value pad_with_zeros(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v
 // whole register tile loses the swap (W packed instead). Measured on Zen 5,
 // one core, stories110M f32 prefill of 129 tokens, padded to 136 rows /
 // split: 437 / 497 tok/s (128 tokens: 529-539).
-int split_prompt_rows(mlir::ModuleOp module, const VectorIsa& isa) {
+static int split_prompt_rows(mlir::ModuleOp module, const VectorIsa& isa) {
   llvm::SmallVector<mlir::linalg::MatmulOp> todo;
   module.walk([&](mlir::linalg::MatmulOp mm) {
     if (!plain_matmul(mm) || !b_transposed(mm) || !all_f32(mm) ||
@@ -990,46 +1141,39 @@ int split_prompt_rows(mlir::ModuleOp module, const VectorIsa& isa) {
       todo.push_back(mm);
   });
   for (mlir::linalg::MatmulOp mm : todo) {
-    mlir::OpBuilder b(mm);
-    mlir::Location loc = mm.getLoc();
-    auto ct = llvm::cast<mlir::RankedTensorType>(mm->getResult(0).getType());
-    const int64_t M = ct.getDimSize(0), N = ct.getDimSize(1), step = swap_rows_step(M, isa), main_rows = M / step * step;
-    mlir::Value x = mm.getDpsInputOperand(0)->get(), w = mm.getDpsInputOperand(1)->get();
-    const int64_t K = llvm::cast<mlir::RankedTensorType>(x.getType()).getDimSize(1);
-    auto fill = mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
-    llvm::SmallVector<mlir::NamedAttribute, 1> attrs = {b.getNamedAttr("indexing_maps", mm.getIndexingMaps())};
-    mlir::Value out = mlir::tensor::EmptyOp::create(b, loc, ct.getShape(), ct.getElementType());
-    for (auto [row0, rows] : {std::pair<int64_t, int64_t>{0, main_rows}, {main_rows, M - main_rows}}) {
-      mlir::Value xs = mlir::tensor::ExtractSliceOp::create(
-          b, loc, mlir::RankedTensorType::get({rows, K}, ct.getElementType()), x,
-          llvm::SmallVector<mlir::OpFoldResult>{b.getIndexAttr(row0), b.getIndexAttr(0)}, sizes_of(b, {rows, K}),
-          unit_strides(b, 2));
-      mlir::Value acc = filled(b, loc, fill.getInputs()[0], {rows, N});
-      mlir::Value part = mlir::linalg::MatmulOp::create(b, loc, mlir::TypeRange{acc.getType()}, mlir::ValueRange{xs, w},
-                                                        mlir::ValueRange{acc}, attrs)
-                             .getResult(0);
-      out = mlir::tensor::InsertSliceOp::create(
-                b, loc, part, out, llvm::SmallVector<mlir::OpFoldResult>{b.getIndexAttr(row0), b.getIndexAttr(0)},
-                sizes_of(b, {rows, N}), unit_strides(b, 2))
-                .getResult();
-    }
-    mm->getResult(0).replaceAllUsesWith(out);
-    mm->erase();
-    if (fill->use_empty()) fill->erase();
+    const int64_t M = llvm::cast<mlir::RankedTensorType>(mm->getResult(0).getType()).getDimSize(0);
+    split_product(mm, 0, M / swap_rows_step(M, isa) * swap_rows_step(M, isa));
   }
   return static_cast<int>(todo.size());
 }
 
-int pad_matmuls_to_tiles(mlir::ModuleOp module, const VectorIsa& isa) {
-  const int split = split_prompt_rows(module, isa);
+// Products that some tile divides once split (split_point), each part
+// considered again (a split of rows, then of the main part's columns).
+static int split_at_tiles(mlir::ModuleOp module, const VectorIsa& isa) {
+  llvm::SmallVector<mlir::linalg::LinalgOp> todo;
+  module.walk([&](mlir::linalg::LinalgOp op) {
+    if (fits_padding(op)) todo.push_back(op);
+  });
+  int count = 0;
+  while (!todo.empty()) {
+    mlir::linalg::LinalgOp op = todo.pop_back_val();
+    std::optional<std::pair<int, int64_t>> at = split_point(op, isa);
+    if (!at) continue;
+    auto [first, second] = split_product(op, at->first, at->second);
+    todo.push_back(first);
+    todo.push_back(second);
+    ++count;
+  }
+  return count;
+}
+
+FittedProducts fit_matmuls_to_tiles(mlir::ModuleOp module, const VectorIsa& isa) {
+  FittedProducts fitted;
+  fitted.split = split_prompt_rows(module, isa) + split_at_tiles(module, isa);
   llvm::SmallVector<std::pair<mlir::linalg::LinalgOp, PaddedDims>> todo;
   module.walk([&](mlir::linalg::LinalgOp op) {
     // Traced products start from a fill (a zero init); others are left.
-    const bool batched = llvm::isa<mlir::linalg::BatchMatmulOp>(op.getOperation());
-    if (batched ? !all_static(op) || (op.hasUserDefinedMaps() && !b_transposed(op)) : !plain_matmul(op.getOperation()))
-      return;
-    if (!batched && !llvm::isa<mlir::linalg::MatmulOp>(op.getOperation())) return;
-    if (!op.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>()) return;
+    if (!fits_padding(op)) return;
     if (std::optional<PaddedDims> p = padded_dims(op, isa)) todo.push_back({op, *p});
   });
   for (auto& [op, p] : todo) {
@@ -1065,7 +1209,115 @@ int pad_matmuls_to_tiles(mlir::ModuleOp module, const VectorIsa& isa) {
     op->erase();
     if (fill->use_empty()) fill->erase();
   }
-  return split + static_cast<int>(todo.size());
+  fitted.padded = static_cast<int>(todo.size());
+  return fitted;
+}
+
+// ---- Register tiles starting from zeros --------------------------------------
+// A register-tiled product's zero fill is fused into its tiles: each tile
+// fills its own slice of C right before its K loop, so the accumulators
+// start as zeros in registers (the fill's write folds into them) and C is
+// written once. Filled first as a whole, C was written, read back and
+// written again: attention scores over 301 tokens, 12 heads (a 4.3 MB C,
+// past L2), spent a quarter of their time on it.
+
+namespace {
+struct BatchTiles {
+  int64_t tm, tn;
+  std::vector<int64_t> par;  // the threads' forall tiles (empty: one thread)
+  int64_t rows6;             // rows in 6-row tiles before 4-row ones (0: one tile height)
+};
+
+// A batch_matmul with B [.., k, n]: one batch at a time through the same
+// register tiles as a matmul (the unit batch dim of the vector.contract is
+// cast away before lowering); none if it has none.
+std::optional<BatchTiles> batch_register_tiles(mlir::linalg::LinalgOp op, const VectorIsa& isa, int threads) {
+  if (b_transposed(op)) return std::nullopt;
+  llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  mlir::Type et = llvm::cast<mlir::ShapedType>(op->getResult(0).getType()).getElementType();
+  auto tile = register_tile(ranges[1], ranges[2], isa);
+  if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et) || op.hasUserDefinedMaps() || !tile) return std::nullopt;
+  auto [tm, tn] = *tile;
+  // A few rows per batch (decode attention's probabilities times V):
+  // the whole row of B per tile while the accumulators fit, so each V row
+  // is read once, front to back. With the register tile's 2 vectors, a
+  // 64-wide head's V rows were read in two passes of half rows, two FMA
+  // chains each. Measured on Zen 5, one core, stories110M Q4_0 decode at
+  // positions 900-964 (f32 KV cache): 148-157 -> 173-191 tok/s.
+  if (ranges[1] <= kDotMaxStreamingRows && ranges[2] % isa.f32_lanes == 0 &&
+      tm * (ranges[2] / isa.f32_lanes) <= max_accumulators(isa))
+    tn = ranges[2];
+  // min_dot_work as for a matmul: a few rows per batch (decode attention's
+  // probabilities times V) stream B.
+  std::vector<int64_t> par = parallel_tiles(op, threads, min_dot_work(ranges[1]), {1, tm, tn, 1});
+  // 16 registers, rows no 6 divides (4-row tiles, 8 accumulators): on one
+  // thread, 6-row tiles (12 accumulators) over the most rows they can take
+  // and 4-row tiles over the rest (128 = 120 + 8), as the packed matmul's
+  // parts. Measured on Zen 5 with code for Zen 3, one thread, attention
+  // scores q[12,128,64]·k[12,128,64]ᵀ (k transposed first): 88-93 -> 99
+  // GFLOP/s, 0.89 -> 0.96x oneDNN held to AVX2 (0.99 -> 1.05x OpenBLAS's
+  // Haswell kernel). With threads the op stays one parallel loop.
+  int64_t rows6 = 0;
+  if (par.empty() && isa.registers < 32 && tm == 4 && tn == 2 * isa.f32_lanes && ranges[1] > kDotMaxStreamingRows)
+    for (int64_t m = ranges[1] / kWideRegM * kWideRegM; m >= 4 * kWideRegM; m -= kWideRegM)
+      if ((ranges[1] - m) % 4 == 0) {
+        rows6 = m;
+        break;
+      }
+  return BatchTiles{tm, tn, std::move(par), rows6};
+}
+
+// Tiles `id` (forall tiles `par` first, if any) into register tiles of
+// `sizes` (K untiled) with its fill fused (fuses_fill_into_tiles), then
+// the K loop in steps of one.
+void emit_register_tiles(std::ostringstream& body, const std::string& id, const std::vector<int64_t>& par,
+                         const std::vector<int64_t>& sizes, bool fuse_fill) {
+  std::vector<int64_t> k(sizes.size(), 0);
+  k.back() = 1;
+  if (!fuse_fill) {
+    emit_tile(body, forall_if(body, id, par), id + "r", sizes);
+    emit_tile(body, id + "r", id + "s", k);
+    return;
+  }
+  body << "    %" << id << "fi = transform.get_producer_of_operand %" << id
+       << "[2] : (!transform.any_op) -> !transform.any_op\n";
+  std::string cur = id;
+  if (!par.empty()) {
+    cur = forall_if(body, id, par);
+    body << "    %" << id << "fi2, %" << id << "fa2 = transform.structured.fuse_into_containing_op %" << id
+         << "fi into %" << cur << "_fa : (!transform.any_op, !transform.any_op) -> (!transform.any_op, "
+            "!transform.any_op)\n";
+  }
+  int loops = 0;
+  for (int64_t s : sizes) loops += s != 0;
+  body << "    %" << id << "r";
+  for (int i = 0; i < loops; ++i) body << ", %" << id << "r_l" << i;
+  body << " = transform.structured.fuse %" << cur << " tile_sizes " << tile_list(sizes)
+       << " : (!transform.any_op) -> (!transform.any_op";
+  for (int i = 0; i < loops; ++i) body << ", !transform.any_op";
+  body << ")\n"
+       << "    %" << id << "rf = transform.structured.match ops{[\"linalg.fill\"]} in %" << id << "r_l" << loops - 1
+       << " : (!transform.any_op) -> !transform.any_op\n"
+       << "    transform.structured.vectorize %" << id << "rf : !transform.any_op\n";
+  emit_tile(body, id + "r", id + "s", k);
+}
+}  // namespace
+
+bool fuses_fill_into_tiles(mlir::linalg::FillOp fill, const VectorIsa& isa, int threads) {
+  if (!fill->hasOneUse()) return false;
+  auto op = llvm::dyn_cast<mlir::linalg::LinalgOp>(*fill->getUsers().begin());
+  if (!op || op.getNumDpsInits() != 1 || op.getDpsInitOperand(0)->get() != fill->getResult(0) || !all_static(op))
+    return false;
+  if (llvm::isa<mlir::linalg::BatchMatmulOp>(op.getOperation())) {
+    const std::optional<BatchTiles> t = batch_register_tiles(op, isa, threads);
+    return t && t->rows6 == 0;
+  }
+  // A matmul's register tiles (emit_contraction), not in cache blocks.
+  mlir::linalg::MatmulOp mm = plain_matmul(op.getOperation());
+  if (!mm || b_transposed(op) || use_packed_schedule(mm, isa)) return false;
+  llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
+  const std::optional<std::pair<int64_t, int64_t>> tile = register_tile(r[0], r[1], isa);
+  return tile && !uses_small_blocks(r[0], r[1], r[2], tile->first, tile->second);
 }
 
 bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,
@@ -1111,14 +1363,16 @@ bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const
       }
       emit_tile(body, id + "b", id + "k", {0, 0, kSmallBlockK});
       cur = id + "k";
-    } else if (auto par = parallel_tiles(op, threads, min_dot_work(M), {tm, tn, 1}); !par.empty()) {
+      emit_tile(body, cur, id + "r", {tm, tn, 0});
+      emit_tile(body, id + "r", id + "s", {0, 0, 1});
+    } else {
       // min_dot_work: a few rows (a decode mat-vec with W stored [K, N])
       // stream B as dot-product tiles stream their weights.
-      cur = forall_if(body, cur, par);
-      ++sum.parallel;
+      const std::vector<int64_t> par = parallel_tiles(op, threads, min_dot_work(M), {tm, tn, 1});
+      if (!par.empty()) ++sum.parallel;
+      auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
+      emit_register_tiles(body, id, par, {tm, tn, 0}, fill && fuses_fill_into_tiles(fill, isa, threads));
     }
-    emit_tile(body, cur, id + "r", {tm, tn, 0});
-    emit_tile(body, id + "r", id + "s", {0, 0, 1});
     body << "    transform.structured.vectorize %" << id << "s {create_named_contraction} : !transform.any_op\n";
     ++sum.matmuls;
     return true;
@@ -1128,45 +1382,15 @@ bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const
     if (!emit_dot_products(body, op, id, isa, threads, match, sum)) ++sum.skipped;
     return true;
   }
-  if (auto bmm = llvm::dyn_cast<mlir::linalg::BatchMatmulOp>(op.getOperation())) {
-    // One batch at a time through the same register tiles as a matmul; the
-    // unit batch dim of the vector.contract is cast away before lowering.
-    mlir::Type et = llvm::cast<mlir::ShapedType>(bmm->getResult(0).getType()).getElementType();
-    auto tile = register_tile(ranges[1], ranges[2], isa);
-    if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et) || bmm.hasUserDefinedMaps() || !tile) {
+  if (llvm::isa<mlir::linalg::BatchMatmulOp>(op.getOperation())) {
+    const std::optional<BatchTiles> bt = batch_register_tiles(op, isa, threads);
+    if (!bt) {
       ++sum.skipped;
       return true;
     }
-    auto [tm, tn] = *tile;
-    // A few rows per batch (decode attention's probabilities times V):
-    // the whole row of B per tile while the accumulators fit, so each V row
-    // is read once, front to back. With the register tile's 2 vectors, a
-    // 64-wide head's V rows were read in two passes of half rows, two FMA
-    // chains each. Measured on Zen 5, one core, stories110M Q4_0 decode at
-    // positions 900-964 (f32 KV cache): 148-157 -> 173-191 tok/s.
-    if (ranges[1] <= kDotMaxStreamingRows && ranges[2] % isa.f32_lanes == 0 &&
-        tm * (ranges[2] / isa.f32_lanes) <= max_accumulators(isa))
-      tn = ranges[2];
+    const auto& [tm, tn, par, rows6] = *bt;
     match();
-    // min_dot_work as for a matmul: a few rows per batch (decode attention's
-    // probabilities times V) stream B.
-    const std::vector<int64_t> par = parallel_tiles(op, threads, min_dot_work(ranges[1]), {1, tm, tn, 1});
     if (!par.empty()) ++sum.parallel;
-    // 16 registers, rows no 6 divides (4-row tiles, 8 accumulators): on one
-    // thread, 6-row tiles (12 accumulators) over the most rows they can take
-    // and 4-row tiles over the rest (128 = 120 + 8), as the packed matmul's
-    // parts. Measured on Zen 5 with code for Zen 3, one thread, attention
-    // scores q[12,128,64]·k[12,128,64]ᵀ (k transposed first): 88-93 -> 99
-    // GFLOP/s, 0.89 -> 0.96x oneDNN held to AVX2 (0.99 -> 1.05x OpenBLAS's
-    // Haswell kernel). With threads the op stays one parallel loop.
-    int64_t rows6 = 0;
-    if (par.empty() && isa.registers < 32 && tm == 4 && tn == 2 * isa.f32_lanes &&
-        ranges[1] > kDotMaxStreamingRows)
-      for (int64_t m = ranges[1] / kWideRegM * kWideRegM; m >= 4 * kWideRegM; m -= kWideRegM)
-        if ((ranges[1] - m) % 4 == 0) {
-          rows6 = m;
-          break;
-        }
     if (rows6 > 0) {
       emit_split(body, id, id + "sp", rows6, 1, id + "p0", id + "p1");
       for (auto [part, rows] : {std::pair<std::string, int64_t>{id + "p0", kWideRegM}, {id + "p1", 4}}) {
@@ -1177,8 +1401,8 @@ bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const
       ++sum.matmuls;
       return true;
     }
-    emit_tile(body, forall_if(body, id, par), id + "r", {1, tm, tn, 0});
-    emit_tile(body, id + "r", id + "s", {0, 0, 0, 1});
+    auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
+    emit_register_tiles(body, id, par, {1, tm, tn, 0}, fill && fuses_fill_into_tiles(fill, isa, threads));
     // A few rows per batch (decode attention's probabilities times V, one
     // head per batch) read each B row once: its reads prefetch the next
     // batch's.

@@ -39,11 +39,22 @@ std::optional<std::vector<int64_t>> bf16_kernel_plan(mlir::linalg::LinalgOp op, 
 // the product (stories15M Q4_0 prefill spent 3-5% of its time in memset).
 void int8_outputs_without_fills(mlir::ModuleOp module, int threads, const Int8Target& host);
 
-// Rewrites each f32 matmul whose sizes the schedule cannot tile well (no
-// block or register tile divides them: odd prompt lengths, 129³, K = 1023)
-// as the same product of zero-padded operands, its result sliced back out.
-// Returns how many it rewrote.
-int pad_matmuls_to_tiles(mlir::ModuleOp module, const VectorIsa& isa);
+// Whether `fill` is the init of a register-tiled product only, which
+// fuses it into its tiles (so the fill is not scheduled on its own).
+bool fuses_fill_into_tiles(mlir::linalg::FillOp fill, const VectorIsa& isa, int threads);
+
+// Rewrites each f32 matmul / batch_matmul whose sizes the schedule cannot
+// tile well (no block or register tile divides them: odd prompt lengths,
+// 129³, K = 1023, attention over 301 tokens) as products it tiles: split
+// at the last whole tile into a main product and the rest, each writing its
+// part of the result, or computed on zero-padded operands with the result
+// sliced back out (whichever moves less memory; the packed schedule's
+// blocks are always padded). Returns how many it split and padded.
+struct FittedProducts {
+  int split = 0;   // products split in two (each part counted once more if split again)
+  int padded = 0;  // products computed on zero-padded operands
+};
+FittedProducts fit_matmuls_to_tiles(mlir::ModuleOp module, const VectorIsa& isa);
 
 // Rewrites each f32 x[M, K] · W[N, K]ᵀ with few rows (a prompt; M up to
 // 512, N at least 2M, K at least 4M) whose init is a fill as the transpose of W · xᵀ, when

@@ -437,9 +437,15 @@ bool is_pad_copy(mlir::linalg::LinalgOp op) { return op->hasAttr("radix.pad_copy
 // rows. One row of lanes at a time gathers every lane from another input row
 // (one scalar insert per element). The operand-swapped prefill matmuls'
 // [N, M] -> [M, N] output transposes are such ops (swap_small_row_matmuls).
+// Ranges that T does not divide (a 301-token key cache transposed) are
+// split at their last whole tile: the tiles run on the main part, the rest
+// (under T rows or columns) stays a loop. Unsplit, all of a [12, 301, 64]
+// transpose was a scalar loop (attention over 301 tokens, 0.66x OpenBLAS on
+// a Zen 5 core).
 struct MinorTranspose {
   unsigned loop;  // the loop along the transposed inputs' innermost axis
   int64_t tile;   // T
+  int64_t loop_end = 0, inner_end = 0;  // where whole tiles end along `loop` / the innermost loop (0: no rest)
 };
 
 std::optional<MinorTranspose> minor_transpose(mlir::linalg::LinalgOp op, const VectorIsa& isa) {
@@ -468,8 +474,11 @@ std::optional<MinorTranspose> minor_transpose(mlir::linalg::LinalgOp op, const V
   }
   if (!loop) return std::nullopt;
   llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
-  if (r[*loop] % t != 0 || r[n - 1] % t != 0) return std::nullopt;
-  return MinorTranspose{*loop, t};
+  if (r[*loop] < t || r[n - 1] < t) return std::nullopt;
+  MinorTranspose mt{*loop, t};
+  if (r[*loop] % t != 0) mt.loop_end = r[*loop] / t * t;
+  if (r[n - 1] % t != 0) mt.inner_end = r[n - 1] / t * t;
+  return mt;
 }
 
 // Returns whether the tiles are split over threads.
@@ -479,8 +488,18 @@ bool emit_minor_transpose(std::ostringstream& body, mlir::linalg::LinalgOp op, c
   std::vector<int64_t> sizes(n, 1);
   sizes[mt.loop] = mt.tile;
   sizes[n - 1] = mt.tile;
+  // (A split dim is never the threads' one: no chunk of whole tiles divides it.)
   const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, sizes);
-  emit_tile(body, forall_if(body, id, par), id + "t", sizes);
+  std::string main = id;
+  if (mt.inner_end != 0) {
+    emit_split(body, main, id + "si", mt.inner_end, int64_t(n - 1), id + "mi", id + "ri");
+    main = id + "mi";
+  }
+  if (mt.loop_end != 0) {
+    emit_split(body, main, id + "sl", mt.loop_end, int64_t(mt.loop), id + "ml", id + "rl");
+    main = id + "ml";
+  }
+  emit_tile(body, forall_if(body, main, par), id + "t", sizes);
   body << "    transform.structured.vectorize %" << id << "t : !transform.any_op\n"
        << "    transform.apply_patterns to %" << id << "t_l0 {\n"
        << "      transform.apply_patterns.vector.transfer_permutation_patterns\n"
@@ -571,7 +590,8 @@ std::string ScheduleSummary::to_string() const {
          std::to_string(skipped) + " left as loops, " + std::to_string(parallel) + " on threads, " +
          std::to_string(fused_rows) + " row-fused groups, " + std::to_string(fused_consumers) +
          " consumers fused into matmuls, " + std::to_string(swapped) + " operand-swapped, " +
-         std::to_string(transposes) + " tiled transposes, " + std::to_string(padded) + " padded";
+         std::to_string(transposes) + " tiled transposes, " + std::to_string(padded) + " padded, " +
+         std::to_string(split) + " split";
 }
 
 VectorIsa host_vector_isa() {
@@ -698,7 +718,9 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
   };
   auto handle = [](int64_t id) { return "op" + std::to_string(id); };
   int8_outputs_without_fills(module, threads, int8);
-  sum.padded = pad_matmuls_to_tiles(module, isa);
+  const FittedProducts fitted = fit_matmuls_to_tiles(module, isa);
+  sum.padded = fitted.padded;
+  sum.split = fitted.split;
   sum.swapped = swap_small_row_matmuls(module, isa);
 
   // Every function with a body: @main and the function cache's callees, which
@@ -846,8 +868,9 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
         ++sum.skipped;
         return;
       }
-      if (auto fill = llvm::dyn_cast<mlir::linalg::FillOp>(op.getOperation()); fill && feeds_only_packed_matmuls(fill, isa))
-        return;  // folded into the packed matmul's accumulator
+      if (auto fill = llvm::dyn_cast<mlir::linalg::FillOp>(op.getOperation());
+          fill && (feeds_only_packed_matmuls(fill, isa) || fuses_fill_into_tiles(fill, isa, threads)))
+        return;  // folded into the packed matmul's accumulator, or fused into the register tiles
       // Reductions (reduce_sum / max / min): one reduction loop, no bools.
       // Reductions over one or several axes (reduce_sum(x, {0, 2}), a full
       // reduction): every loop but the innermost steps by 1 (reduction loops

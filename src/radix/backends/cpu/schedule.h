@@ -48,9 +48,10 @@ struct ScheduleSummary {
   int swapped = 0;     // prompt matmuls x · Wᵀ computed as (W · xᵀ)ᵀ (packing x, not W)
   int transposes = 0;  // elementwise ops transposing their innermost axis in square tiles
   int padded = 0;      // matmuls computed on zero-padded operands (sizes no tile divides)
+  int split = 0;       // matmuls split at their last whole tile (main product + rest)
   // "2 matmuls (1 packed), 3 elementwise, 1 reductions, 4 left as loops, 2 on
   // threads, 0 row-fused groups, 0 consumers fused into matmuls, 1
-  // operand-swapped, 1 tiled transposes, 0 padded"
+  // operand-swapped, 1 tiled transposes, 0 padded, 0 split"
   std::string to_string() const;
 };
 
