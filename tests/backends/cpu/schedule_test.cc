@@ -584,6 +584,29 @@ TEST(Schedule, RowFusionOnEveryIsa) {
 
 // Row reductions (split into vector-wide partial results, then combined) and
 // column reductions (a vector of columns per step), f32 and i32, every ISA.
+// Elementwise rows no 4 divides (an odd prompt's 129 or 301 columns) run
+// in vectors of 16 up to their last whole 16, the rest split off as a loop,
+// on 1 and 2 threads; exact against the loop. Unsplit they were scalar
+// loops ("left as loops").
+TEST(Schedule, OddRowsVectorizeTheirWholeVectors) {
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{7, 129}, {3, 301}, {2, 37}})
+    for (const IsaCase& c : kIsas)
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(std::string(c.name) + " [" + std::to_string(rows) + ", " + std::to_string(cols) + "] on " +
+                     std::to_string(threads) + " threads");
+        const Shape sx(DType::kF32, {rows, cols});
+        std::vector<float> a = testing::random_vec<float>(size_t(rows * cols), -2, 2, 41);
+        std::vector<float> b = testing::random_vec<float>(size_t(rows * cols), -2, 2, 42);
+        std::vector<float> want(a.size());
+        for (size_t i = 0; i < a.size(); ++i) want[i] = std::max(a[i] * b[i], 0.f) - a[i];
+        auto [script, ir] = compile_check_dump(
+            c, threads, [](Tensor x, Tensor y) { return relu(x * y) - x; }, "schedule", sx, sx, a, b, want, 0, 0);
+        EXPECT_NE(script.find("transform.structured.split"), std::string::npos) << script.substr(0, 300);
+        EXPECT_NE(script.find("0 left as loops"), std::string::npos) << script.substr(0, 300);
+        EXPECT_NE(ir.find("vector<16xf32>"), std::string::npos);
+      }
+}
+
 TEST(Schedule, ReductionsVectorizeOnEveryIsa) {
   const int64_t R = 24, C = 96;
   Shape fs(DType::kF32, {R, C}), is(DType::kI32, {R, C});

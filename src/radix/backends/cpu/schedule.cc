@@ -427,6 +427,10 @@ bool is_windowed_generic(mlir::linalg::LinalgOp op) {
 // contiguous loads only with vectorize_nd_extract.
 bool is_pad_copy(mlir::linalg::LinalgOp op) { return op->hasAttr("radix.pad_copy"); }
 
+// Elementwise rows longer than this whose length no 4 divides are split at
+// their last whole 16 (see the elementwise schedule).
+constexpr int64_t kSplitRowMinCols = 32;
+
 // ---- Transposes of the innermost axis -----------------------------------------
 // An elementwise op reading an input along another loop than its output's
 // innermost one (a [r, c] -> [c, r] transpose, often with the arithmetic of
@@ -935,8 +939,17 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
                                (llvm::isa<mlir::linalg::GenericOp, mlir::linalg::FillOp>(op.getOperation()));
       if (elementwise && !touches_bool(op)) {
         const int64_t inner = ranges.back();
-        const int64_t v = largest_divisor(inner, kElementwiseWidths);
-        if (inner % v != 0 || v < 4) {
+        int64_t v = largest_divisor(inner, kElementwiseWidths);
+        // Rows no 4 divides (an odd prompt's 129 or 301 columns): the
+        // columns up to the last whole 16 in vectors of 16, the rest split
+        // off as a loop; without, the rows ran as scalar loops. (The
+        // threads' forall never tiles the split dim: no chunk of whole
+        // vectors divides it. Rows of whole 4-vectors keep them: their
+        // outputs stay all vector stores, which radix-streaming-stores
+        // needs.)
+        const int64_t main_cols = inner > kSplitRowMinCols && inner % 4 != 0 ? inner / 16 * 16 : 0;
+        if (main_cols > 0) v = 16;
+        if (main_cols == 0 && (inner % v != 0 || v < 4)) {
           ++sum.skipped;
           return;
         }
@@ -944,7 +957,12 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
         std::vector<int64_t> granules(ranges.size(), 1);
         granules.back() = v;
         std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, granules);
-        emit_lane_tiles(body, id, ranges.size(), v, par);
+        std::string main = id;
+        if (main_cols > 0) {
+          emit_split(body, id, id + "sc", main_cols, int64_t(ranges.size() - 1), id + "mc", id + "rc");
+          main = id + "mc";
+        }
+        emit_lane_tiles(body, main, ranges.size(), v, par);
         if (!par.empty()) ++sum.parallel;
         ++sum.elementwise;
         return;
