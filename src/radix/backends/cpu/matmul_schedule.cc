@@ -1093,12 +1093,12 @@ std::pair<mlir::linalg::LinalgOp, mlir::linalg::LinalgOp> split_product(mlir::li
 }
 
 // A product with sizes no tile divides split at its last whole tile
-// (split_at_tiles), as {dim (0 rows, 1 columns), where}, or none.
-// Dot products and register tiles only (the packed schedule's blocks are
-// padded, see padded_dims). A split computes the rest rows (columns) as a
-// product of their own, reading the other operand again; padding copies
-// this operand and the result instead: split where the other operand is the
-// smaller. Attention's q·kᵀ over 301 tokens, 12 heads: padded, its 4.3 MB
+// (split_at_tiles), as {dim (0 rows, 1 columns), where}, or none. A split
+// computes the rest rows (columns) as a product of their own, reading the
+// other operand again; padding copies this operand and the result instead:
+// dot products and register tiles split where the other operand is the
+// smaller; the packed schedule only splits a few rows off a small B (its
+// blocks are otherwise padded, see padded_dims). Attention's q·kᵀ over 301 tokens, 12 heads: padded, its 4.3 MB
 // score matrix was copied out of the padded one (0.82x oneDNN on a Zen 5
 // core); x[13,768]·W[2048,768]ᵀ stays padded (W would be read twice).
 std::optional<std::pair<int, int64_t>> split_point(mlir::linalg::LinalgOp mm, const VectorIsa& isa) {
@@ -1111,8 +1111,8 @@ std::optional<std::pair<int, int64_t>> split_point(mlir::linalg::LinalgOp mm, co
     // A few rows past whole register tiles (a prompt of 129 tokens) times a
     // B that stays in cache: those rows as a product of their own (a
     // mat-vec reading B again) rather than all of A and C copied for 7
-    // padded rows. stories15M prefill of 129 tokens, one Zen 5 core: 9.2 ->
-    // 10.0k tok/s (128: 10.9k).
+    // padded rows. stories15M prefill of 129 tokens, one Zen 5 core (with
+    // N no longer padded, padded_dims): 9.2 -> 9.3-9.8k tok/s (128: 10.5-10.9k).
     const int64_t rest = M % packed_reg_m(isa);
     if (o == 0 && rest != 0 && rest <= kPackedSplitMaxRows && M - rest >= kPackedMinRowsTransposedB &&
         N * K * 4 <= kPackedSplitMaxBBytes)
