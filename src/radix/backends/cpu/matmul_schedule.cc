@@ -119,6 +119,15 @@ int64_t block_divisor(int64_t dim, int64_t step, int64_t max) {
   return 0;
 }
 
+// The rows of a `rows`-row product that 6-row register tiles (kWideRegM)
+// take, leaving a multiple of 4 rows for 4-row tiles (128 = 120 + 8), at
+// least 4 tiles of them; 0 if none.
+int64_t wide_tile_rows(int64_t rows) {
+  for (int64_t m = rows / kWideRegM * kWideRegM; m >= 4 * kWideRegM; m -= kWideRegM)
+    if ((rows - m) % 4 == 0) return m;
+  return 0;
+}
+
 // Every operand (and so the result) of `op` is f32.
 bool all_f32(mlir::Operation* op) {
   return llvm::all_of(op->getOperands(), [](mlir::Value v) {
@@ -1098,9 +1107,10 @@ std::pair<mlir::linalg::LinalgOp, mlir::linalg::LinalgOp> split_product(mlir::li
 // other operand again; padding copies this operand and the result instead:
 // dot products and register tiles split where the other operand is the
 // smaller; the packed schedule only splits a few rows off a small B (its
-// blocks are otherwise padded, see padded_dims). Attention's q·kᵀ over 301 tokens, 12 heads: padded, its 4.3 MB
-// score matrix was copied out of the padded one (0.82x oneDNN on a Zen 5
-// core); x[13,768]·W[2048,768]ᵀ stays padded (W would be read twice).
+// blocks are otherwise padded, see padded_dims). Attention's q·kᵀ over 301
+// tokens, 12 heads: padded, its 4.3 MB score matrix was copied out of the
+// padded one (0.82x oneDNN on a Zen 5 core); x[13,768]·W[2048,768]ᵀ stays
+// padded (W would be read twice).
 std::optional<std::pair<int, int64_t>> split_point(mlir::linalg::LinalgOp mm, const VectorIsa& isa) {
   if (!all_f32(mm)) return std::nullopt;
   llvm::SmallVector<int64_t> r = mm.getStaticLoopRanges();
@@ -1156,9 +1166,8 @@ std::optional<std::pair<int, int64_t>> split_point(mlir::linalg::LinalgOp mm, co
   if (M > want && rows_pay && short_tiles && M % want != 0) {
     // 6-row tiles: the rest a multiple of 4 rows where one is (128 = 120 + 8,
     // not 126 + 2: the 2-row part's tiles hold 4 accumulators).
-    for (int64_t m = M / want * want; want == 6 && m >= 4 * want; m -= want)
-      if ((M - m) % 4 == 0) return std::pair<int, int64_t>{0, m};
-    return std::pair<int, int64_t>{0, M / want * want};
+    const int64_t wide = want == kWideRegM ? wide_tile_rows(M) : 0;
+    return std::pair<int, int64_t>{0, wide > 0 ? wide : M / want * want};
   }
   return std::nullopt;
 }
@@ -1174,7 +1183,7 @@ std::optional<std::pair<int, int64_t>> split_point(mlir::linalg::LinalgOp mm, co
 // one core, stories110M f32 prefill of 129 tokens, padded to 136 rows /
 // split: 437 / 497 tok/s (128 tokens: 529-539).
 static int split_prompt_rows(mlir::ModuleOp module, const VectorIsa& isa) {
-  llvm::SmallVector<mlir::linalg::MatmulOp> todo;
+  llvm::SmallVector<std::pair<mlir::linalg::MatmulOp, int64_t>> todo;  // a product, its whole panels' rows
   module.walk([&](mlir::linalg::MatmulOp mm) {
     if (!plain_matmul(mm) || !b_transposed(mm) || !all_f32(mm) ||
         !mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>())
@@ -1185,12 +1194,9 @@ static int split_prompt_rows(mlir::ModuleOp module, const VectorIsa& isa) {
     // swaps), or the split only makes two small products of one.
     if (r[0] > panel && rest >= 1 && rest <= kSplitMaxRestRows && main_rows >= kPackedMinRowsTransposedB &&
         main_rows * r[1] * r[2] >= kPackMinVolumeTransposedB && swap_pays(main_rows, r[1], r[2], isa))
-      todo.push_back(mm);
+      todo.push_back({mm, main_rows});
   });
-  for (mlir::linalg::MatmulOp mm : todo) {
-    const int64_t M = llvm::cast<mlir::RankedTensorType>(mm->getResult(0).getType()).getDimSize(0);
-    split_product(mm, 0, M / swap_rows_step(M, isa) * swap_rows_step(M, isa));
-  }
+  for (auto [mm, main_rows] : todo) split_product(mm, 0, main_rows);
   return static_cast<int>(todo.size());
 }
 
@@ -1304,14 +1310,9 @@ std::optional<BatchTiles> batch_register_tiles(mlir::linalg::LinalgOp op, const 
   // scores q[12,128,64]·k[12,128,64]ᵀ (k transposed first): 88-93 -> 99
   // GFLOP/s, 0.89 -> 0.96x oneDNN held to AVX2 (0.99 -> 1.05x OpenBLAS's
   // Haswell kernel). With threads the op stays one parallel loop.
-  int64_t rows6 = 0;
-  if (par.empty() && isa.registers < 32 && tm == 4 && tn == 2 * isa.f32_lanes && ranges[1] > kDotMaxStreamingRows)
-    for (int64_t m = ranges[1] / kWideRegM * kWideRegM; m >= 4 * kWideRegM; m -= kWideRegM)
-      if ((ranges[1] - m) % 4 == 0) {
-        rows6 = m;
-        break;
-      }
-  return BatchTiles{tm, tn, std::move(par), rows6};
+  const bool wide_rows =
+      par.empty() && isa.registers < 32 && tm == 4 && tn == 2 * isa.f32_lanes && ranges[1] > kDotMaxStreamingRows;
+  return BatchTiles{tm, tn, std::move(par), wide_rows ? wide_tile_rows(ranges[1]) : 0};
 }
 
 // Tiles `id` (forall tiles `par` first, if any) into register tiles of

@@ -48,8 +48,9 @@ bool fuses_fill_into_tiles(mlir::linalg::FillOp fill, const VectorIsa& isa, int 
 // 129³, K = 1023, attention over 301 tokens) as products it tiles: split
 // at the last whole tile into a main product and the rest, each writing its
 // part of the result, or computed on zero-padded operands with the result
-// sliced back out (whichever moves less memory; the packed schedule's
-// blocks are always padded). Returns how many it split and padded.
+// sliced back out (whichever moves less memory; the packed schedule only
+// splits a few rows off a small B, its blocks are otherwise padded).
+// Returns how many it split and padded.
 struct FittedProducts {
   int split = 0;   // products split in two (each part counted once more if split again)
   int padded = 0;  // products computed on zero-padded operands
