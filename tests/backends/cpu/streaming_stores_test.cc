@@ -57,10 +57,12 @@ bool is_x86() {
 
 // Streams (threshold 1 byte) and does not (threshold 0) and compares: the
 // same bits, the reference within `tol` (max |got - want| / max(|want|, 1)).
+// `streams`: whether the pass takes the output at all (loops that evaluate
+// a transcendental function keep normal stores).
 template <class Fn>
 void check_streamed(const char* what, Fn fn, int64_t rows, int64_t cols, bool second_is_row,
                     const std::function<std::vector<double>(const std::vector<float>&, const std::vector<float>&)>& ref,
-                    double tol) {
+                    double tol, bool streams = true) {
   const Shape sa(DType::kF32, {rows, cols});
   const Shape sb = second_is_row ? Shape(DType::kF32, {cols}) : sa;
   const std::vector<float> a = testing::random_vec<float>(size_t(sa.count()), -2, 2, 21);
@@ -72,13 +74,13 @@ void check_streamed(const char* what, Fn fn, int64_t rows, int64_t cols, bool se
                    " on " + std::to_string(threads) + " threads");
       const Compiled streamed = run(fn, 1, isa, threads, sa, sb, a, b);
       const Compiled plain = run(fn, 0, isa, threads, sa, sb, a, b);
-      EXPECT_EQ(has_nontemporal_store(streamed.assembly), is_x86());
+      EXPECT_EQ(has_nontemporal_store(streamed.assembly), is_x86() && streams);
       // One sfence per thread's share (or at the end) orders the stores.
-      if (is_x86()) EXPECT_NE(streamed.assembly.find("sfence"), std::string::npos);
+      if (is_x86() && streams) EXPECT_NE(streamed.assembly.find("sfence"), std::string::npos);
       EXPECT_FALSE(has_nontemporal_store(plain.assembly));
-      // No write prefetch pulls the streamed lines into the cache (softmax's
-      // prefetch of its next output row, with normal stores).
-      if (is_x86()) EXPECT_EQ(streamed.assembly.find("prefetchw"), std::string::npos);
+      // No write prefetch pulls the streamed lines into the cache.
+      if (is_x86() && streams) EXPECT_EQ(streamed.assembly.find("prefetchw"), std::string::npos);
+      if (!streams) EXPECT_EQ(streamed.assembly.find("sfence"), std::string::npos);
       ASSERT_EQ(streamed.out.size(), want.size());
       EXPECT_EQ(streamed.out, plain.out);
       double err = 0;
@@ -122,7 +124,9 @@ TEST(StreamingStores, RmsNormOutputIsStreamedWithTheSameBits) {
         [cols = cols](const std::vector<float>& x, const std::vector<float>& g) { return rms_ref(x, g, cols); }, 1e-5);
 }
 
-TEST(StreamingStores, SoftmaxOutputIsStreamedWithTheSameBits) {
+// Softmax's row loop evaluates exp: its output keeps normal stores (faster
+// there, see streaming_stores_pass.cc), whatever the threshold.
+TEST(StreamingStores, SoftmaxOutputKeepsNormalStores) {
   // The f32 exp approximation: a few ulp (math_approximation_test).
   for (auto [rows, cols] : kShapes)
     check_streamed(
@@ -132,7 +136,21 @@ TEST(StreamingStores, SoftmaxOutputIsStreamedWithTheSameBits) {
           for (size_t i = 0; i < x.size(); ++i) xg[i] = x[i] * g[i % size_t(cols)];
           return softmax_ref(xg, cols);
         },
-        1e-5);
+        1e-5, /*streams=*/false);
+}
+
+// Elementwise alike: x * sigmoid(x) (SiLU, exp inside) keeps normal stores,
+// the light chain below is streamed.
+TEST(StreamingStores, TranscendentalElementwiseOutputKeepsNormalStores) {
+  for (auto [rows, cols] : kShapes)
+    check_streamed(
+        "silu", [](Tensor a, Tensor b) { return a * sigmoid(a * b); }, rows, cols, false,
+        [](const std::vector<float>& a, const std::vector<float>& b) {
+          std::vector<double> y(a.size());
+          for (size_t i = 0; i < a.size(); ++i) y[i] = a[i] / (1 + std::exp(-double(a[i] * b[i])));
+          return y;
+        },
+        1e-5, /*streams=*/false);
 }
 
 TEST(StreamingStores, ElementwiseOutputIsStreamedWithTheSameBits) {
@@ -155,7 +173,7 @@ TEST(StreamingStores, OneFencePerThreadNotPerIteration) {
   const Shape s(DType::kF32, {20000, 32}), sg(DType::kF32, {32});
   const std::vector<float> x = testing::random_vec<float>(size_t(s.count()), -2, 2, 27);
   const std::vector<float> g = testing::random_vec<float>(size_t(sg.count()), 0.5, 1.5, 28);
-  auto fn = [](Tensor t, Tensor w) { return softmax(t * w, -1); };
+  auto fn = [](Tensor t, Tensor w) { return nn::rms_norm(t, w, -1, 1e-6); };
   const Compiled streamed = run(fn, 1, kIsas[2], 2, s, sg, x, g, "lower");
   const Compiled plain = run(fn, 0, kIsas[2], 2, s, sg, x, g, "lower");
   EXPECT_EQ(streamed.out, plain.out);

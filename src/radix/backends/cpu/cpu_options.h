@@ -49,9 +49,11 @@ struct CpuOptions {
   // and W is widened (exact f32 products; what CPUs without avx512bf16 get).
   bool bf16_kernels = true;
   // Outputs of at least this many bytes that a function only writes (no op
-  // reads them back: an elementwise result, a softmax or RMSNorm output) are
+  // reads them back: an elementwise result, an RMSNorm output) are
   // written with x86 non-temporal stores, which skip reading each line into
-  // the caches first (an RMSNorm over 4096 x 4096 f32: ~1.5x). -1: half the
+  // the caches first (an RMSNorm over 4096 x 4096 f32: ~1.5x on a contended
+  // host). Loops that also evaluate exp, tanh, erf or another polynomial
+  // (softmax, SiLU, GELU) keep normal stores: measured faster there. -1: half the
   // host's last-level cache, so that outputs a following op could read from
   // the cache keep normal stores; 0: never. Ignored on other CPUs.
   int64_t streaming_store_bytes = -1;

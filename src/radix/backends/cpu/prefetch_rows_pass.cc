@@ -98,21 +98,6 @@ int64_t op_count(mlir::Operation* op) {
   return n;
 }
 
-// A transcendental function per element (tens of instructions per vector
-// once approximated): the loop is compute-bound and the memory system idles.
-// Light passes (RMSNorm's scaling: two multiplies and a store) are bound by
-// their own stores, and prefetching there measured no faster or slower.
-bool computes_transcendentals(mlir::Operation* loop) {
-  bool found = false;
-  loop->walk([&](mlir::Operation* op) {
-    found |= llvm::isa<mlir::math::ExpOp, mlir::math::Exp2Op, mlir::math::ExpM1Op, mlir::math::LogOp,
-                       mlir::math::Log2Op, mlir::math::Log10Op, mlir::math::Log1pOp, mlir::math::TanhOp,
-                       mlir::math::ErfOp, mlir::math::SinOp, mlir::math::CosOp, mlir::math::AtanOp,
-                       mlir::math::Atan2Op, mlir::math::PowFOp>(op);
-  });
-  return found;
-}
-
 void prefetch_next_rows(mlir::Operation* loop) {
   mlir::Value iv;
   if (auto f = llvm::dyn_cast<mlir::scf::ForOp>(loop)) iv = f.getInductionVar();

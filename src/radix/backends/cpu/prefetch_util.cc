@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 
 namespace radix {
 
@@ -35,6 +36,17 @@ void prefetch_lines(mlir::OpBuilder& b, mlir::Location loc, mlir::Value buffer, 
     idx.back() = j == 0 ? col : mlir::arith::AddIOp::create(b, loc, col, mlir::arith::ConstantIndexOp::create(b, loc, j));
     mlir::memref::PrefetchOp::create(b, loc, buffer, idx, is_write, locality, /*isDataCache=*/true);
   }
+}
+
+bool computes_transcendentals(mlir::Operation* loop) {
+  bool found = false;
+  loop->walk([&](mlir::Operation* op) {
+    found |= llvm::isa<mlir::math::ExpOp, mlir::math::Exp2Op, mlir::math::ExpM1Op, mlir::math::LogOp,
+                       mlir::math::Log2Op, mlir::math::Log10Op, mlir::math::Log1pOp, mlir::math::TanhOp,
+                       mlir::math::ErfOp, mlir::math::SinOp, mlir::math::CosOp, mlir::math::AtanOp,
+                       mlir::math::Atan2Op, mlir::math::PowFOp>(op);
+  });
+  return found;
 }
 
 }  // namespace radix

@@ -1,6 +1,7 @@
 // What the CPU backend's prefetch passes (radix-prefetch-next-row, -tile,
 // -batch) share: following a read's subviews back to the buffer they
-// slice, and one prefetch per cache line of a run of elements.
+// slice, one prefetch per cache line of a run of elements, and telling
+// compute-bound loops (also for radix-streaming-stores).
 #pragma once
 
 #include <cstdint>
@@ -29,5 +30,11 @@ llvm::SmallVector<mlir::Value> add_slice_offsets(mlir::OpBuilder& b, mlir::Locat
 // along its last (unit-stride) dim: one memref.prefetch per cache line.
 void prefetch_lines(mlir::OpBuilder& b, mlir::Location loc, mlir::Value buffer, llvm::SmallVector<mlir::Value> idx,
                     int64_t elems, int64_t elem_bytes, bool is_write, uint32_t locality);
+
+// Whether `op` (a loop) evaluates a transcendental function (exp, log,
+// tanh, erf, sin, pow, ...) anywhere inside: tens of instructions per
+// vector once approximated, so the loop is compute-bound and the memory
+// system idles.
+bool computes_transcendentals(mlir::Operation* op);
 
 }  // namespace radix
