@@ -794,6 +794,44 @@ TEST(Schedule, RowTemporariesOnTheStackAndSoftmaxPrefetchesTheNextRow) {
   }
 }
 
+// Packed matmuls: each register tile prefetches the next tile's block of C
+// into L2, one prefetch per line of each of its rows (8 rows x 2 lines on
+// AVX-512; the 6- and 4-row parts on AVX2 one line each), on one and two
+// threads, and the product matches a double loop. 520 rows on AVX-512:
+// 65 row tiles, so the last panel of the last row tile prefetches the
+// clamped (last) row tile again, inside C.
+TEST(Schedule, PackedTilesPrefetchTheNextAccumulatorTile) {
+  const int64_t M = 520, N = 512, K = 512;
+  const Shape sa(DType::kF32, {M, K}), sb(DType::kF32, {K, N});
+  const std::vector<float> a = testing::random_vec<float>(size_t(M * K), -1, 1, 81);
+  const std::vector<float> b = testing::random_vec<float>(size_t(K * N), -1, 1, 82);
+  std::vector<double> want(size_t(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) want[size_t(i * N + j)] += double(a[size_t(i * K + k)]) * b[size_t(k * N + j)];
+  for (const IsaCase& c : {kIsas[1], kIsas[2]})
+    for (int threads : {1, 2}) {
+      const std::string what = std::string(c.name) + " t" + std::to_string(threads);
+      fs::path dir = fs::temp_directory_path() / ("radix-accpf-" + std::to_string(::getpid()));
+      CompileFnOptions o = testing::isa_options(c, threads, {"bufferize"}, dir);
+      auto exe = must(compile_fn(cpu(), o, [](Tensor x, Tensor y) { return matmul(x, y); }, sa, sb));
+      EXPECT_FALSE(exe.executable().stats().schedule_fell_back) << what;
+      const std::string ir = slurp_stage(dir, "bufferize.mlir");
+      fs::remove_all(dir);
+      size_t prefetches = 0;
+      for (size_t at = ir.find("memref.prefetch"); at != std::string::npos; at = ir.find("memref.prefetch", at + 1))
+        ++prefetches;
+      // AVX-512: one 8-row part; AVX2 (520 = 480 in 6-row tiles + 40 in 4-row ones): 6 + 4.
+      EXPECT_EQ(prefetches, c.isa.registers >= 32 ? size_t{16} : size_t{10}) << what << "\n" << ir;
+      EXPECT_NE(ir.find("read, locality<2>, data"), std::string::npos) << what;
+      std::vector<float> got = must(must(exe.call(must(cpu().buffer(sa, a)), must(cpu().buffer(sb, b)))).to_host<float>());
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        // 512 f32 products of magnitude <= 1 in f32 sums.
+        ASSERT_NEAR(got[i], want[i], 1e-4) << what << " at " << i;
+    }
+}
+
 // Dot-product tiles (the decode mat-vec): each step's read of a block of
 // weight rows prefetches the same columns of the next rows, clamped to the
 // last row (the [1, K] activation is not prefetched); f32 and bf16 weights,

@@ -15,6 +15,9 @@ constexpr const char* kStreamMark = "radix.stream_loop";
 // Batched products' reduction loops: reads of a per-batch slab prefetch the
 // next batch's (radix-prefetch-next-batch).
 constexpr const char* kBatchStreamMark = "radix.batch_stream_loop";
+// The packed schedule's panel loops: each register tile prefetches the
+// accumulator tile of the next (radix-prefetch-next-tile).
+constexpr const char* kAccTileMark = "radix.acc_tile_loop";
 
 bool b_transposed(mlir::linalg::LinalgOp op) {
   if (!llvm::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op.getOperation())) return false;
@@ -248,6 +251,7 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
     }
     emit_tile(body, t + "b", t + "k", {0, 0, blk.k, 0});
     emit_tile(body, t + "k", t + "r", {part.reg_m, 1, 0, 0});
+    body << "    transform.annotate %" << t << "r_l1 \"" << kAccTileMark << "\" : !transform.any_op\n";
     emit_tile(body, t + "r", t + "s", {0, 0, kRegK, 0});
     // Drop the unit panel dim inside the register loop: the tile is a plain
     // (reg_m x kRegK) * (kRegK x panel) matmul again, vectorized to vector.contract.
