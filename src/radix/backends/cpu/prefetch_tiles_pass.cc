@@ -119,13 +119,11 @@ void prefetch_next_tiles(mlir::scf::ForOp loop) {
 // prefetched into L2 right after that read, a whole K loop (thousands of
 // cycles) ahead. C is read again at every K block, and the A and B blocks
 // read between two visits push it out of L2: the first FMAs of each tile
-// waited on it. A C++ replica of the schedule's loops measured 1.4-2%
-// faster with such prefetches (one Zen 5 core). The generated code with and
-// without, alternated in one process (Zen 5, full vector rate), is within
-// the host's spread: one thread 0.98-1.04x (256³ to 4096³, the
-// [128,768]·W[2048,768]ᵀ linear), two threads 0.95-1.12x (4096³ 1.12, 1.00
-// and 1.02 in three runs). Into L1 instead: two threads 1.03-1.05x, one
-// thread 0.96-1.04x.
+// waited on it. perf (cpu-clock samples over the JIT code, one Zen 5 core)
+// put 3.1% of 4096³'s samples on the tiles' C loads without these
+// prefetches and 1.9% with them (1024³: 2.9% -> 2.5%); timed, alternated
+// in one process, the difference is within the host's spread (one thread
+// 0.98-1.04x, two 0.95-1.12x). Into L1 instead measured the same.
 void prefetch_next_acc_tiles(mlir::scf::ForOp panels) {
   mlir::vector::TransferReadOp acc;
   for (mlir::Operation& op : *panels.getBody()) {
