@@ -72,30 +72,41 @@ int64_t step(int64_t m, const IsaCase& c) {
 }
 
 // Whether the schedule swaps x[m, k] · W[n, k]ᵀ (m rows) on ISA `c`: a
-// prompt (16 to 512 rows, packed) with N >= 2M and K >= 4M whose rows fill
-// whole panels.
-bool swaps(int64_t m, const Mnk& s, const IsaCase& c) {
-  return m >= 16 && m <= 512 && s.n >= 2 * m && s.k >= 4 * m && m % step(m, c) == 0 &&
+// prompt (16 to 512 rows, packed) with N >= 2M and K >= `depth` M whose
+// rows fill whole panels.
+bool swaps(int64_t m, const Mnk& s, const IsaCase& c, int64_t depth = 4) {
+  return m >= 16 && m <= 512 && s.n >= 2 * m && s.k >= depth * m && m % step(m, c) == 0 &&
          m * s.n * s.k >= (int64_t{1} << 20);
 }
 
+// Whether the packed schedule, unswapped, pads the rows: m is no whole
+// number of register tiles (8 rows on AVX-512, else 4) and more than 4
+// rows past them, or W is larger than 1 MiB.
+bool pads_rows(const Mnk& s, const IsaCase& c) {
+  const int64_t rest = s.m % (c.isa.registers >= 32 ? 8 : 4);
+  return rest != 0 && !(rest <= 4 && s.n * s.k * 4 <= (int64_t{1} << 20));
+}
+
 // How the product is computed: swapped whole, split (its whole panels of
-// rows swapped, the 1-16 rows after them a product of their own), or not
-// swapped.
+// rows swapped, the 1-16 rows after them a product of their own: from K >=
+// M on where the rows would otherwise be padded), or not swapped.
 enum class Form { kPlain, kSwapped, kSplit };
 Form expected_form(const Mnk& s, const IsaCase& c) {
   const int64_t panel = step(s.m, c), rest = s.m % panel;
   if (swaps(s.m, s, c)) return Form::kSwapped;
-  if (s.m > panel && rest >= 1 && rest <= 16 && swaps(s.m - rest, s, c)) return Form::kSplit;
+  if (s.m > panel && rest >= 1 && rest <= 16 && swaps(s.m - rest, s, c, pads_rows(s, c) ? 1 : 4))
+    return Form::kSplit;
   return Form::kPlain;
 }
 
 TEST(SwappedMatmul, PromptTimesWeightsOnEveryIsa) {
   // Swapped everywhere (48 rows on AVX-512 in one-vector panels); split on
   // every ISA (33 = 32 + 1 rows); too deep a product for its rows (K < 4M);
-  // the same with widths no standard block divides.
+  // the same with widths no standard block divides; 37 rows (K < 4M) times a
+  // 1.5 MiB W (K = 3 M), whose rows the packed schedule would pad: split
+  // and swapped.
   for (Mnk s : {Mnk{32, 256, 256}, Mnk{48, 256, 256}, Mnk{33, 512, 256}, Mnk{128, 512, 256}, Mnk{32, 96, 352},
-                Mnk{64, 128, 256}}) {
+                Mnk{64, 128, 256}, Mnk{37, 4096, 96}}) {
     const Shape xs(DType::kF32, {s.m, s.k}), ws(DType::kF32, {s.n, s.k});
     const std::vector<float> x = testing::random_vec<float>(size_t(s.m * s.k), -1, 1, 61);
     const std::vector<float> w = testing::random_vec<float>(size_t(s.n * s.k), -1, 1, 62);
@@ -118,7 +129,9 @@ TEST(SwappedMatmul, PromptTimesWeightsOnEveryIsa) {
         EXPECT_TRUE(has(sum, form == Form::kSplit ? "2 matmuls (" : "1 matmuls (1 packed)")) << sum;
         EXPECT_EQ(has(sum, "1 operand-swapped"), swap) << sum;
         EXPECT_EQ(has(sum, "1 split"), form == Form::kSplit) << sum;
-        EXPECT_TRUE(has(sum, "0 padded")) << sum;
+        // The rest of a split whose rows the packed schedule pads (37 = 32 +
+        // 5) is padded to its tile; nothing else is.
+        EXPECT_TRUE(has(sum, form == Form::kSplit && pads_rows(s, c) ? "1 padded" : "0 padded")) << sum;
         // Swapped, the [n, m] product is transposed back in T x T tiles (T =
         // 16 or 8 lanes; SSE's 4-lane tiling keeps rows of lanes).
         EXPECT_EQ(has(sum, "1 tiled transposes"), swap && c.isa.f32_lanes >= 8) << sum;

@@ -29,7 +29,7 @@ namespace radix::cpu_schedule {
 // [128,288]·W[32000,288]ᵀ (K = 2.25 M, a 16 MiB output) 175-178 -> 151-166
 // GFLOP/s swapped, [128,1024]·W[32000,1024]ᵀ (K = 8 M) 175 -> 197,
 // [256,1024]·W[4096,1024]ᵀ (K = 4 M) 195 -> 204.
-constexpr int64_t kSwapMaxRows = 512, kSwapMinDepthPerRow = 4;
+constexpr int64_t kSwapMaxRows = 512, kSwapMinDepthPerRow = 4, kSwapMinDepthPerRowPadded = 1;
 
 // The rows a swapped prompt takes in whole panels of the swapped product's
 // columns: one vector's worth for narrow ones (panel_width), else two.
@@ -37,23 +37,31 @@ static int64_t swap_rows_step(int64_t M, const VectorIsa& isa) {
   return isa.registers >= 32 && M < kNarrowPanelMaxCols ? isa.f32_lanes : kPanelVectors * isa.f32_lanes;
 }
 
-// The swap pays for an M x N x K product (and the packed schedule takes it).
-static bool swap_pays(int64_t M, int64_t N, int64_t K, const VectorIsa& isa) {
-  return M <= kSwapMaxRows && N >= 2 * M && K >= kSwapMinDepthPerRow * M && pack_blocks(N, M, K, isa, 1).has_value();
+// The swap pays for an M x N x K product (and the packed schedule takes it):
+// K at least `depth_per_row` times M.
+static bool swap_pays(int64_t M, int64_t N, int64_t K, const VectorIsa& isa,
+                      int64_t depth_per_row = kSwapMinDepthPerRow) {
+  return M <= kSwapMaxRows && N >= 2 * M && K >= depth_per_row * M && pack_blocks(N, M, K, isa, 1).has_value();
 }
+
+// Set by split_prompt_rows on the whole-panel part of a product whose rows
+// the packed schedule would otherwise pad: swapped from K >= M on.
+constexpr const char* kSwapPaddedRowsMark = "radix.swap_padded_rows";
 
 static bool swaps_operands(mlir::linalg::MatmulOp mm, const VectorIsa& isa) {
   if (!plain_matmul(mm) || !b_transposed(mm) || !use_packed_schedule(mm, isa) || !all_f32(mm)) return false;
   auto fill = mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
   if (!fill) return false;
   llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
-  return swap_pays(r[0], r[1], r[2], isa);
+  return swap_pays(r[0], r[1], r[2], isa,
+                   mm->hasAttr(kSwapPaddedRowsMark) ? kSwapMinDepthPerRowPadded : kSwapMinDepthPerRow);
 }
 
 int swap_small_row_matmuls(mlir::ModuleOp module, const VectorIsa& isa) {
   llvm::SmallVector<mlir::linalg::MatmulOp> mms;
   module.walk([&](mlir::linalg::MatmulOp mm) {
     if (swaps_operands(mm, isa)) mms.push_back(mm);
+    mm->removeAttr(kSwapPaddedRowsMark);
   });
   for (mlir::linalg::MatmulOp mm : mms) {
     mlir::OpBuilder b(mm);
@@ -145,6 +153,15 @@ constexpr int64_t kPadMinBlockN = 96, kPadMinBlockK = 64;
 // Packed products a few rows (at most this many) past whole register tiles
 // split the rows off when B (read again by them) is at most this large.
 constexpr int64_t kPackedSplitMaxRows = 4, kPackedSplitMaxBBytes = int64_t{1} << 20;
+
+// Whether the packed schedule pads the rows of an M x N x K matmul: M is
+// not a whole number of register tiles and the rows past them are too many
+// to split off, or B too large to read again.
+bool packed_rows_padded(int64_t M, int64_t N, int64_t K, const VectorIsa& isa) {
+  const int64_t rest = M % packed_reg_m(isa);
+  return rest != 0 && !(rest <= kPackedSplitMaxRows && M - rest >= kPackedMinRowsTransposedB &&
+                        N * K * 4 <= kPackedSplitMaxBBytes);
+}
 // Prompt rows past whole panels split off rather than padded (see
 // split_prompt_rows).
 constexpr int64_t kSplitMaxRestRows = 16;
@@ -371,9 +388,7 @@ std::optional<std::pair<int, int64_t>> split_point(mlir::linalg::LinalgOp mm, co
     // padded rows. stories15M prefill of 129 tokens, one Zen 5 core (with
     // N no longer padded, padded_dims): 9.2 -> 9.3-9.8k tok/s (128: 10.5-10.9k).
     const int64_t rest = M % packed_reg_m(isa);
-    if (o == 0 && rest != 0 && rest <= kPackedSplitMaxRows && M - rest >= kPackedMinRowsTransposedB &&
-        N * K * 4 <= kPackedSplitMaxBBytes)
-      return std::pair<int, int64_t>{0, M - rest};
+    if (o == 0 && rest != 0 && !packed_rows_padded(M, N, K, isa)) return std::pair<int, int64_t>{0, M - rest};
     return std::nullopt;
   }
   // Rows split if B (re-read) is smaller than A and C (copied), columns if A is.
@@ -429,8 +444,23 @@ std::optional<std::pair<int, int64_t>> split_point(mlir::linalg::LinalgOp mm, co
 // whole register tile loses the swap (W packed instead). Measured on Zen 5,
 // one core, stories110M f32 prefill of 129 tokens, padded to 136 rows /
 // split: 437 / 497 tok/s (128 tokens: 529-539).
+// Where the unswapped product would pad its rows (packed_rows_padded: A
+// and C copied, W packed) the swap pays from K >= M on
+// (kSwapMinDepthPerRowPadded; the whole-panel part is marked so that
+// swap_small_row_matmuls takes it, and the rest rows, padded to a tile, are
+// swapped as well where they fill one). Zen 5 (full rate), alternated in
+// one process, swapped / padded, one and two threads: [301,768]·W[2048,768]ᵀ
+// 1.07x and 1.02-1.10x, [300,...] 1.03-1.05x and 1.01-1.07x, [257,...]
+// 1.10-1.13x and 1.04-1.07x; rows that need no padding swapped from K >= M
+// instead measured slower ([200,768]·W[2048,768]ᵀ 0.97x / 0.94x, [512,...]
+// 0.94x / 0.90x).
 static int split_prompt_rows(mlir::ModuleOp module, const VectorIsa& isa) {
-  llvm::SmallVector<std::pair<mlir::linalg::MatmulOp, int64_t>> todo;  // a product, its whole panels' rows
+  struct Split {
+    mlir::linalg::MatmulOp mm;
+    int64_t main_rows;  // its whole panels' rows
+    bool padded;        // the packed schedule would pad its rows
+  };
+  llvm::SmallVector<Split> todo;
   module.walk([&](mlir::linalg::MatmulOp mm) {
     if (!plain_matmul(mm) || !b_transposed(mm) || !all_f32(mm) ||
         !mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>())
@@ -439,11 +469,16 @@ static int split_prompt_rows(mlir::ModuleOp module, const VectorIsa& isa) {
     const int64_t panel = swap_rows_step(r[0], isa), rest = r[0] % panel, main_rows = r[0] - rest;
     // The whole panels must be a product the packed schedule takes (and so
     // swaps), or the split only makes two small products of one.
+    const bool padded = packed_rows_padded(r[0], r[1], r[2], isa);
+    const int64_t depth = padded ? kSwapMinDepthPerRowPadded : kSwapMinDepthPerRow;
     if (r[0] > panel && rest >= 1 && rest <= kSplitMaxRestRows && main_rows >= kPackedMinRowsTransposedB &&
-        main_rows * r[1] * r[2] >= kPackMinVolumeTransposedB && swap_pays(main_rows, r[1], r[2], isa))
-      todo.push_back({mm, main_rows});
+        main_rows * r[1] * r[2] >= kPackMinVolumeTransposedB && swap_pays(main_rows, r[1], r[2], isa, depth))
+      todo.push_back({mm, main_rows, padded});
   });
-  for (auto [mm, main_rows] : todo) split_product(mm, 0, main_rows);
+  for (const Split& s : todo) {
+    mlir::linalg::LinalgOp main = split_product(s.mm, 0, s.main_rows).first;
+    if (s.padded) main->setAttr(kSwapPaddedRowsMark, mlir::UnitAttr::get(main->getContext()));
+  }
   return static_cast<int>(todo.size());
 }
 
