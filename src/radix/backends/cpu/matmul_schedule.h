@@ -58,7 +58,9 @@ struct FittedProducts {
 FittedProducts fit_matmuls_to_tiles(mlir::ModuleOp module, const VectorIsa& isa);
 
 // Rewrites each f32 x[M, K] · W[N, K]ᵀ with few rows (a prompt; M up to
-// 512, N at least 2M, K at least 4M) whose init is a fill as the transpose of W · xᵀ, when
+// 512, N at least 2M, K at least 4M, or M for the whole-panel part that
+// fit_matmuls_to_tiles split off rows the packed schedule would pad) whose
+// init is a fill as the transpose of W · xᵀ, when
 // the packed schedule takes both forms: it then packs x instead of W. An
 // elementwise consumer reads the product through a transposed map; otherwise
 // a transpose follows it. Returns how many it rewrote.
