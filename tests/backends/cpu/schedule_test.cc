@@ -818,11 +818,9 @@ TEST(Schedule, PackedTilesPrefetchTheNextAccumulatorTile) {
       EXPECT_FALSE(exe.executable().stats().schedule_fell_back) << what;
       const std::string ir = slurp_stage(dir, "bufferize.mlir");
       fs::remove_all(dir);
-      size_t prefetches = 0;
-      for (size_t at = ir.find("memref.prefetch"); at != std::string::npos; at = ir.find("memref.prefetch", at + 1))
-        ++prefetches;
       // AVX-512: one 8-row part; AVX2 (520 = 480 in 6-row tiles + 40 in 4-row ones): 6 + 4.
-      EXPECT_EQ(prefetches, c.isa.registers >= 32 ? size_t{16} : size_t{10}) << what << "\n" << ir;
+      EXPECT_EQ(testing::count_of(ir, "memref.prefetch"), c.isa.registers >= 32 ? size_t{16} : size_t{10})
+          << what << "\n" << ir;
       EXPECT_NE(ir.find("read, locality<2>, data"), std::string::npos) << what;
       std::vector<float> got = must(must(exe.call(must(cpu().buffer(sa, a)), must(cpu().buffer(sb, b)))).to_host<float>());
       ASSERT_EQ(got.size(), want.size());
