@@ -43,6 +43,17 @@ std::unique_ptr<mlir::Pass> create_half_transposes_pass();
 // hoisted out of sequential loops (never out of a parallel loop's body).
 std::unique_ptr<mlir::Pass> create_stack_small_buffers_pass();
 
+// The marks the CPU schedule's transform script leaves on loops for the
+// passes after bufferization (each pass takes and removes its own):
+// row-fused groups' row loops (radix-prefetch-next-row), dot-product tiles'
+// reduction loops (radix-prefetch-next-tile), batched products' reduction
+// loops (radix-prefetch-next-batch), the packed matmul's panel loops
+// (radix-prefetch-next-tile: the next accumulator tile).
+inline constexpr const char* kRowLoopMark = "radix.row_loop";
+inline constexpr const char* kStreamLoopMark = "radix.stream_loop";
+inline constexpr const char* kBatchStreamLoopMark = "radix.batch_stream_loop";
+inline constexpr const char* kAccTileLoopMark = "radix.acc_tile_loop";
+
 // "radix-prefetch-next-row": in row-fused loops (marked by the schedule),
 // the compute-heavy column loop prefetches the next row.
 std::unique_ptr<mlir::Pass> create_prefetch_next_row_pass();

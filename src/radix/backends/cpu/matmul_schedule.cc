@@ -5,19 +5,12 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
+#include "radix/backends/cpu/cpu_passes.h"
 #include "radix/backends/cpu/matmul_blocks.h"
 #include "radix/trace/quantized_dot_marks.h"
 
 namespace radix::cpu_schedule {
 
-// Read by radix-prefetch-next-tile: the loop streams weight rows.
-constexpr const char* kStreamMark = "radix.stream_loop";
-// Batched products' reduction loops: reads of a per-batch slab prefetch the
-// next batch's (radix-prefetch-next-batch).
-constexpr const char* kBatchStreamMark = "radix.batch_stream_loop";
-// The packed schedule's panel loops: each register tile prefetches the
-// accumulator tile of the next (radix-prefetch-next-tile).
-constexpr const char* kAccTileMark = "radix.acc_tile_loop";
 
 bool b_transposed(mlir::linalg::LinalgOp op) {
   if (!llvm::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op.getOperation())) return false;
@@ -251,7 +244,7 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
     }
     emit_tile(body, t + "b", t + "k", {0, 0, blk.k, 0});
     emit_tile(body, t + "k", t + "r", {part.reg_m, 1, 0, 0});
-    body << "    transform.annotate %" << t << "r_l1 \"" << kAccTileMark << "\" : !transform.any_op\n";
+    body << "    transform.annotate %" << t << "r_l1 \"" << kAccTileLoopMark << "\" : !transform.any_op\n";
     emit_tile(body, t + "r", t + "s", {0, 0, kRegK, 0});
     // Drop the unit panel dim inside the register loop: the tile is a plain
     // (reg_m x kRegK) * (kRegK x panel) matmul again, vectorized to vector.contract.
@@ -396,7 +389,7 @@ void emit_dot_reduction(std::ostringstream& body, const std::string& in, const s
        // script (fuse_marked_multiply_adds), only in this loop.
        << "    transform.annotate %" << id << "pl \"" << kFmaMark << "\" : !transform.any_op\n"
        // Its weight reads prefetch the next rows (radix-prefetch-next-tile).
-       << "    transform.annotate %" << id << "pl \"" << kStreamMark << "\" : !transform.any_op\n";
+       << "    transform.annotate %" << id << "pl \"" << kStreamLoopMark << "\" : !transform.any_op\n";
 }
 
 static bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,
@@ -424,7 +417,7 @@ static bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp o
   // per batch): each key row read once, so the next head's keys are fetched
   // too. (Prompts read each key row again for every tile of queries.)
   if (o > 0 && op.getStaticLoopRanges()[o] <= kDotMaxStreamingRows)
-    body << "    transform.annotate %" << id << "pl \"" << kBatchStreamMark << "\" : !transform.any_op\n";
+    body << "    transform.annotate %" << id << "pl \"" << kBatchStreamLoopMark << "\" : !transform.any_op\n";
   ++sum.matmuls;
   return true;
 }
@@ -874,7 +867,7 @@ bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const
     // head per batch) read each B row once: its reads prefetch the next
     // batch's.
     if (ranges[1] <= kDotMaxStreamingRows)
-      body << "    transform.annotate %" << id << "s_l0 \"" << kBatchStreamMark << "\" : !transform.any_op\n";
+      body << "    transform.annotate %" << id << "s_l0 \"" << kBatchStreamLoopMark << "\" : !transform.any_op\n";
     body << "    transform.structured.vectorize %" << id << "s {create_named_contraction} : !transform.any_op\n";
     ++sum.matmuls;
     return true;

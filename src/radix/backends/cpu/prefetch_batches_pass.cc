@@ -36,7 +36,6 @@ namespace radix {
 
 namespace {
 
-constexpr const char* kBatchStreamMark = "radix.batch_stream_loop";
 // Slabs smaller than a page (a head's query row) stay in L1 between steps;
 // larger than 64 KiB, the next batch's lines would be fetched long before
 // their use and compete with the current batch in L2.
@@ -136,7 +135,7 @@ struct PrefetchNextBatchPass
   }
 
   void runOnOperation() override {
-    for (mlir::Operation* loop : take_marked_ops(getOperation(), kBatchStreamMark))
+    for (mlir::Operation* loop : take_marked_ops(getOperation(), kBatchStreamLoopMark))
       if (auto f = llvm::dyn_cast<mlir::scf::ForOp>(loop)) prefetch_next_batches(f);
   }
 };

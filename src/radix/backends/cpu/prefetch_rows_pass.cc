@@ -32,7 +32,6 @@ namespace radix {
 
 namespace {
 
-constexpr const char* kRowLoopMark = "radix.row_loop";
 // Rows up to this size are prefetched into L1 (the current row, the next and
 // the output row fit in a 48 KiB L1 with room to spare), larger ones into L2,
 // and rows beyond the last limit not at all (they do not stay cached between

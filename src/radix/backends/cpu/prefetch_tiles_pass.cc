@@ -47,9 +47,6 @@ namespace radix {
 
 namespace {
 
-constexpr const char* kStreamLoopMark = "radix.stream_loop";
-constexpr const char* kAccTileLoopMark = "radix.acc_tile_loop";
-
 // The buffer a read comes from, through unit-stride, rank-preserving
 // subviews, and the offsets those subviews add to the read's indices; none
 // when a subview in the chain is of another kind. Creates no IR.

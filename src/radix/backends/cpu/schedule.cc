@@ -20,6 +20,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "radix/backends/cpu/cpu_passes.h"
 #include "radix/backends/cpu/matmul_schedule.h"
 #include "radix/backends/cpu/schedule_util.h"
 #include "radix/trace/diagnostic_collector.h"
@@ -400,7 +401,7 @@ void emit_row_group(std::ostringstream& body, RowGroup g, const std::string& roo
     }
   }
   // Marks the row loop for radix-prefetch-next-row (after bufferization).
-  body << "    transform.annotate %" << loop << " \"radix.row_loop\" : !transform.any_op\n";
+  body << "    transform.annotate %" << loop << " \"" << kRowLoopMark << "\" : !transform.any_op\n";
   // Each row's partial results combine into its scalar as one vector
   // reduction (a shuffle tree: log2 steps), every reduction in the row loop
   // (lower_multi_reductions, after the script, would pick the same for
