@@ -799,9 +799,10 @@ TEST(Schedule, RowTemporariesOnTheStackAndSoftmaxPrefetchesTheNextRow) {
 // AVX-512; the 6- and 4-row parts on AVX2 one line each), on one and two
 // threads, and the product matches a double loop. 520 rows on AVX-512:
 // 65 row tiles, so the last panel of the last row tile prefetches the
-// clamped (last) row tile again, inside C.
+// clamped (last) row tile again, inside C. Two K blocks: only blocks after
+// the first read C (radix-accumulators-from-fill), and prefetch it.
 TEST(Schedule, PackedTilesPrefetchTheNextAccumulatorTile) {
-  const int64_t M = 520, N = 512, K = 512;
+  const int64_t M = 520, N = 512, K = 1024;
   const Shape sa(DType::kF32, {M, K}), sb(DType::kF32, {K, N});
   const std::vector<float> a = testing::random_vec<float>(size_t(M * K), -1, 1, 81);
   const std::vector<float> b = testing::random_vec<float>(size_t(K * N), -1, 1, 82);
@@ -825,9 +826,58 @@ TEST(Schedule, PackedTilesPrefetchTheNextAccumulatorTile) {
       std::vector<float> got = must(must(exe.call(must(cpu().buffer(sa, a)), must(cpu().buffer(sb, b)))).to_host<float>());
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < want.size(); ++i)
-        // 512 f32 products of magnitude <= 1 in f32 sums.
-        ASSERT_NEAR(got[i], want[i], 1e-4) << what << " at " << i;
+        // 1024 f32 products of magnitude <= 1 in f32 sums.
+        ASSERT_NEAR(got[i], want[i], 2e-4) << what << " at " << i;
     }
+}
+
+// Packed matmuls: the register tiles take their accumulators in the first K
+// block from C's fill (zeros) instead of loading C (radix-accumulators-from-
+// fill): an scf.if on the K block where K takes several blocks (1536), the
+// zeros alone where it takes one (256); on both ISAs' tilings, one and two
+// threads, against a double loop.
+TEST(Schedule, PackedTilesStartTheFirstKBlockFromZeros) {
+  const int64_t M = 264, N = 256;
+  for (int64_t K : {1536, 256}) {
+    const Shape sa(DType::kF32, {M, K}), sb(DType::kF32, {K, N});
+    const std::vector<float> a = testing::random_vec<float>(size_t(M * K), -1, 1, 91);
+    const std::vector<float> b = testing::random_vec<float>(size_t(K * N), -1, 1, 92);
+    std::vector<double> want(size_t(M * N));
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < N; ++j) want[size_t(i * N + j)] += double(a[size_t(i * K + k)]) * b[size_t(k * N + j)];
+    for (const IsaCase& c : {kIsas[1], kIsas[2]})
+      for (int threads : {1, 2}) {
+        const std::string what = std::string(c.name) + " K=" + std::to_string(K) + " t" + std::to_string(threads);
+        fs::path dir = fs::temp_directory_path() / ("radix-acczero-" + std::to_string(::getpid()));
+        CompileFnOptions o = testing::isa_options(c, threads, {"bufferize"}, dir);
+        auto exe = must(compile_fn(cpu(), o, [](Tensor x, Tensor y) { return matmul(x, y); }, sa, sb));
+        EXPECT_FALSE(exe.executable().stats().schedule_fell_back) << what;
+        const std::string ir = slurp_stage(dir, "bufferize.mlir");
+        fs::remove_all(dir);
+        // Each part's K loop starts from the branch (several K blocks) or
+        // from the broadcast zeros (one).
+        const std::regex from(R"(iter_args\(%\w+ = %(\w+)\) -> \(vector<\d+x\d+xf32>\))");
+        size_t tiles = 0, from_zeros = 0;
+        for (auto it = std::sregex_iterator(ir.begin(), ir.end(), from); it != std::sregex_iterator(); ++it) {
+          const std::string init = (*it)[1];
+          if (ir.find("%" + init + " = vector.transfer_read") != std::string::npos ||
+              ir.find("%" + init + " = vector.broadcast") != std::string::npos ||
+              ir.find("%" + init + " = scf.if") != std::string::npos)
+            ++tiles;
+          if (ir.find(K > 512 ? "%" + init + " = scf.if" : "%" + init + " = vector.broadcast") != std::string::npos)
+            ++from_zeros;
+        }
+        EXPECT_GE(from_zeros, 1u) << what << "\n" << ir;
+        EXPECT_EQ(from_zeros, tiles) << what << "\n" << ir;
+        std::vector<float> got =
+            must(must(exe.call(must(cpu().buffer(sa, a)), must(cpu().buffer(sb, b)))).to_host<float>());
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i)
+          // K f32 products of magnitude <= 1 in f32 sums.
+          ASSERT_NEAR(got[i], want[i], 4e-4) << what << " at " << i;
+      }
+  }
 }
 
 // Dot-product tiles (the decode mat-vec): each step's read of a block of

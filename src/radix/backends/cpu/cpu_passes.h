@@ -48,11 +48,17 @@ std::unique_ptr<mlir::Pass> create_stack_small_buffers_pass();
 // row-fused groups' row loops (radix-prefetch-next-row), dot-product tiles'
 // reduction loops (radix-prefetch-next-tile), batched products' reduction
 // loops (radix-prefetch-next-batch), the packed matmul's panel loops
-// (radix-prefetch-next-tile: the next accumulator tile).
+// (radix-accumulators-from-fill, then radix-prefetch-next-tile: the next
+// accumulator tile).
 inline constexpr const char* kRowLoopMark = "radix.row_loop";
 inline constexpr const char* kStreamLoopMark = "radix.stream_loop";
 inline constexpr const char* kBatchStreamLoopMark = "radix.batch_stream_loop";
 inline constexpr const char* kAccTileLoopMark = "radix.acc_tile_loop";
+
+// "radix-accumulators-from-fill": the packed matmul's register tiles (panel
+// loops marked by the schedule) take their accumulators in the first K
+// block from the value C was filled with instead of loading them from C.
+std::unique_ptr<mlir::Pass> create_accumulators_from_fill_pass();
 
 // "radix-prefetch-next-row": in row-fused loops (marked by the schedule),
 // the compute-heavy column loop prefetches the next row.

@@ -56,7 +56,7 @@ const PipelineStage kStages[] = {
      // Before deallocation: stack buffers need none.
      "radix-stack-small-buffers,"
      "buffer-deallocation-pipeline,canonicalize,cse,radix-strided-copies-to-loops,radix-scalar-vector-transfers,"
-     "radix-half-transposes-as-integers,radix-prefetch-next-row,radix-prefetch-next-tile,radix-prefetch-next-batch,radix-int8-dot-kernels,radix-bf16-dot-kernels,"
+     "radix-half-transposes-as-integers,radix-accumulators-from-fill,radix-prefetch-next-row,radix-prefetch-next-tile,radix-prefetch-next-batch,radix-int8-dot-kernels,radix-bf16-dot-kernels,"
      // Last: it drops the write prefetches of the outputs it streams.
      // @stream@: the byte threshold (CpuOptions::streaming_store_bytes).
      "radix-streaming-stores{min-bytes=@stream@}"},
@@ -103,6 +103,7 @@ void register_cpu_passes() {
     mlir::registerPass(create_outputs_in_place_pass);
     mlir::registerPass(create_fills_into_foralls_pass);
     mlir::registerPass(create_omp_static_chunks_pass);
+    mlir::registerPass(create_accumulators_from_fill_pass);
     mlir::registerPass(create_prefetch_next_row_pass);
     mlir::registerPass(create_prefetch_next_tile_pass);
     mlir::registerPass(create_prefetch_next_batch_pass);

@@ -126,10 +126,15 @@ void prefetch_next_acc_tiles(mlir::scf::ForOp panels) {
   for (mlir::Operation& op : *panels.getBody()) {
     auto k_loop = llvm::dyn_cast<mlir::scf::ForOp>(op);
     if (!k_loop || k_loop.getInitArgs().size() != 1) continue;
-    acc = k_loop.getInitArgs()[0].getDefiningOp<mlir::vector::TransferReadOp>();
+    mlir::Value init = k_loop.getInitArgs()[0];
+    // After radix-accumulators-from-fill, the read is on the else branch
+    // (K blocks after the first): prefetched from there.
+    if (auto first = init.getDefiningOp<mlir::scf::IfOp>(); first && first.elseBlock())
+      init = first.elseYield()->getOperand(llvm::cast<mlir::OpResult>(init).getResultNumber());
+    acc = init.getDefiningOp<mlir::vector::TransferReadOp>();
     break;
   }
-  if (!acc || acc->getBlock() != panels.getBody()) return;
+  if (!acc || !panels->isProperAncestor(acc)) return;
   mlir::VectorType vt = acc.getVectorType();
   const int64_t elem_bytes = vt.getElementTypeBitWidth() / 8;
   if (vt.getRank() != 2 || vt.isScalable() || !acc.getPermutationMap().isMinorIdentity() || elem_bytes == 0) return;
