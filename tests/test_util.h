@@ -57,6 +57,17 @@ std::vector<T> random_vec(size_t n, double lo, double hi, uint32_t seed = 42) {
   return v;
 }
 
+// a [M, K] · b [K, N] (row-major f32) summed in double: the naive reference
+// of matmul tests.
+inline std::vector<double> matmul_reference(const std::vector<float>& a, const std::vector<float>& b, int64_t M,
+                                            int64_t N, int64_t K) {
+  std::vector<double> c(size_t(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) c[size_t(i * N + j)] += double(a[size_t(i * K + k)]) * b[size_t(k * N + j)];
+  return c;
+}
+
 // Unwraps a Result in a test, failing with its message.
 template <class T>
 T must(Result<T> r) {

@@ -11,13 +11,7 @@
 #include <regex>
 #include <string>
 
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/Pass.h"
-#include "mlir/Pass/PassManager.h"
-#include "llvm/Support/raw_ostream.h"
+#include "backends/cpu/pass_test_util.h"
 #include "radix/backends/cpu/cpu_passes.h"
 #include "test_util.h"
 
@@ -66,18 +60,7 @@ func.func @f(%c: memref<16x32xf32>) {
 }
 
 std::string run_pass(const std::string& source) {
-  mlir::DialectRegistry registry;
-  mlir::registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
-  if (!module) return "parse failed";
-  mlir::PassManager pm(&ctx);
-  pm.addPass(create_accumulators_from_fill_pass());
-  if (mlir::failed(pm.run(*module))) return "pass failed";
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  module->print(os);
-  return out;
+  return testing::run_pass(source, create_accumulators_from_fill_pass());
 }
 
 using testing::count_of;

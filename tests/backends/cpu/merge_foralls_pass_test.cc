@@ -9,13 +9,7 @@
 #include <regex>
 #include <string>
 
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/Pass.h"
-#include "mlir/Pass/PassManager.h"
-#include "llvm/Support/raw_ostream.h"
+#include "backends/cpu/pass_test_util.h"
 #include "radix/backends/cpu/cpu_passes.h"
 #include "test_util.h"
 
@@ -42,23 +36,7 @@ func.func @f(%x: memref<1000xf32>, %y: memref<1000xf32>, %z: memref<1000xf32>) {
 }
 
 std::string run_pass(const std::string& source, int threads) {
-  mlir::DialectRegistry registry;
-  mlir::registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
-  if (!module) return "parse failed";
-  mlir::PassManager pm(&ctx);
-  auto pass = create_merge_foralls_pass();
-  if (mlir::failed(pass->initializeOptions("threads=" + std::to_string(threads), [](const llvm::Twine&) {
-        return mlir::failure();
-      })))
-    return "bad option";
-  pm.addPass(std::move(pass));
-  if (mlir::failed(pm.run(*module))) return "pass failed";
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  module->print(os);
-  return out;
+  return testing::run_pass(source, create_merge_foralls_pass(), "threads=" + std::to_string(threads));
 }
 
 using testing::count_of;

@@ -806,10 +806,7 @@ TEST(Schedule, PackedTilesPrefetchTheNextAccumulatorTile) {
   const Shape sa(DType::kF32, {M, K}), sb(DType::kF32, {K, N});
   const std::vector<float> a = testing::random_vec<float>(size_t(M * K), -1, 1, 81);
   const std::vector<float> b = testing::random_vec<float>(size_t(K * N), -1, 1, 82);
-  std::vector<double> want(size_t(M * N));
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t j = 0; j < N; ++j) want[size_t(i * N + j)] += double(a[size_t(i * K + k)]) * b[size_t(k * N + j)];
+  const std::vector<double> want = testing::matmul_reference(a, b, M, N, K);
   for (const IsaCase& c : {kIsas[1], kIsas[2]})
     for (int threads : {1, 2}) {
       const std::string what = std::string(c.name) + " t" + std::to_string(threads);
@@ -842,10 +839,7 @@ TEST(Schedule, PackedTilesStartTheFirstKBlockFromZeros) {
     const Shape sa(DType::kF32, {M, K}), sb(DType::kF32, {K, N});
     const std::vector<float> a = testing::random_vec<float>(size_t(M * K), -1, 1, 91);
     const std::vector<float> b = testing::random_vec<float>(size_t(K * N), -1, 1, 92);
-    std::vector<double> want(size_t(M * N));
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t k = 0; k < K; ++k)
-        for (int64_t j = 0; j < N; ++j) want[size_t(i * N + j)] += double(a[size_t(i * K + k)]) * b[size_t(k * N + j)];
+    const std::vector<double> want = testing::matmul_reference(a, b, M, N, K);
     for (const IsaCase& c : {kIsas[1], kIsas[2]})
       for (int threads : {1, 2}) {
         const std::string what = std::string(c.name) + " K=" + std::to_string(K) + " t" + std::to_string(threads);
