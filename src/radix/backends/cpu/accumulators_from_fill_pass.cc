@@ -29,6 +29,8 @@
 //
 // Runs after bufferization, before radix-prefetch-next-tile, which takes the
 // marks and finds the load in the scf.if's else branch.
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -93,14 +95,20 @@ bool apart_from_tile(mlir::Value written, llvm::ArrayRef<mlir::Value> tile_views
       if (at != tile_views.end() && at != tile_views.begin()) {
         auto tile_sv = (at - 1)->getDefiningOp<mlir::memref::SubViewOp>();
         if (!tile_sv) return false;
-        llvm::ArrayRef<int64_t> o1 = sv.getStaticOffsets(), s1 = sv.getStaticSizes(),
-                                o2 = tile_sv.getStaticOffsets(), s2 = tile_sv.getStaticSizes();
-        if (o1.size() != o2.size() || s1.size() != s2.size() || o1.size() != s1.size()) return false;
-        for (size_t d = 0; d < o1.size(); ++d) {
-          if (mlir::ShapedType::isDynamic(o1[d]) || mlir::ShapedType::isDynamic(o2[d]) ||
-              mlir::ShapedType::isDynamic(s1[d]) || mlir::ShapedType::isDynamic(s2[d]))
-            continue;
-          if (o1[d] + s1[d] <= o2[d] || o2[d] + s2[d] <= o1[d]) return true;
+        // Along a dim, a subview spans [offset, offset + (size - 1) * stride]
+        // (empty when its size is 0).
+        auto span = [](mlir::memref::SubViewOp v, size_t d) -> std::optional<std::pair<int64_t, int64_t>> {
+          const int64_t o = v.getStaticOffsets()[d], n = v.getStaticSizes()[d], st = v.getStaticStrides()[d];
+          if (mlir::ShapedType::isDynamic(o) || mlir::ShapedType::isDynamic(n) || mlir::ShapedType::isDynamic(st) ||
+              n < 1 || st < 1)
+            return std::nullopt;
+          return std::pair<int64_t, int64_t>{o, o + (n - 1) * st};
+        };
+        const size_t rank = sv.getStaticOffsets().size();
+        if (tile_sv.getStaticOffsets().size() != rank) return false;
+        for (size_t d = 0; d < rank; ++d) {
+          auto a = span(sv, d), t = span(tile_sv, d);
+          if (a && t && (a->second < t->first || t->second < a->first)) return true;
         }
         return false;
       }
