@@ -216,6 +216,49 @@ TEST(Quant, Q4PromptPutsWeightRowsInLanes) {
   }
 }
 
+// Decode rows times x16 weights with int8 activations are split over two
+// threads only from 2^19 multiply-adds (kInt8DecodeMinParallelWork): the
+// plan's third field (parallel) is 0 for stories15M's [1,288]·W[768,288]ᵀ
+// (221K), 1 for [1,1024]·W[512,1024]ᵀ (2^19); with f32 activations the
+// first is split as before (its kernel widens W to f32, 5x slower per
+// weight). Products checked against the reference on two threads.
+TEST(Quant, X16DecodeProductsSplitOverThreadsFromTheirThreshold) {
+  const Int8Target host = int8_target("");
+  if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the int8 kernels are not used here";
+  struct Case {
+    int64_t n, k;
+    QuantizedActivations acts;
+    bool parallel;
+  };
+  for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16})
+    for (Case c : {Case{768, 288, QuantizedActivations::kInt8Blocks, false},
+                   Case{512, 1024, QuantizedActivations::kInt8Blocks, true},
+                   Case{768, 288, QuantizedActivations::kF32, true}}) {
+      const bool int8 = c.acts == QuantizedActivations::kInt8Blocks;
+      SCOPED_TRACE(std::string(name(f)) + " n " + std::to_string(c.n) + " k " + std::to_string(c.k) +
+                   (int8 ? " int8" : " f32"));
+      DumpDir dir(std::string("x16-threads-") + name(f));
+      io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(size_t(c.n * c.k), -1, 1, 91), c.n, c.k);
+      CompileFnOptions o;
+      o.compile.codegen.cpu.threads = 2;
+      o.compile.diagnostics.dump = {"schedule"};
+      o.compile.diagnostics.dump_dir = dir.path().string();
+      const QuantizedMatmulOptions qo{c.acts};
+      auto exe = must(compile_fn(cpu(), o, [qo](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s, qo); },
+                                 Shape(DType::kF32, {1, c.k}), q.values_shape, q.scales_shape));
+      const std::string ir = testing::stage_dump(dir.path(), "schedule.mlir");
+      std::smatch plan;
+      ASSERT_TRUE(std::regex_search(ir, plan, std::regex(R"(radix\.int8_kernel = array<i64: (\d+), (\d+), (\d+))"))) << ir;
+      EXPECT_EQ(plan[3].str(), c.parallel ? "1" : "0") << ir;
+      std::vector<float> x = testing::random_vec<float>(size_t(c.k), -1, 1, 92);
+      Buffer out = must(exe.call(must(cpu().buffer(Shape(DType::kF32, {1, c.k}), x)), device(q.values_shape, q.values),
+                                 device(q.scales_shape, q.scales)));
+      EXPECT_TRUE(testing::all_close(must(out.to_host<float>()),
+                                     reference(int8 ? int8_blocks(x) : widen(x), io::dequantize(q), 1, c.n, c.k), 1e-5,
+                                     2e-6 * double(c.k)));
+    }
+}
+
 // x kept f32: the weights alone are quantized (the reference on f32 x).
 TEST(Quant, F32ActivationsMatchDequantizedReference) {
   for (QuantFormat f : kFormats) {

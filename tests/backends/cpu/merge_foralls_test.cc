@@ -143,9 +143,10 @@ TEST(MergeForalls, Bf16ProductsShareOneParallelRegion) {
 // Quantized weights (Q4_0 interleaved by 16, as the Llama holds them on x86;
 // x quantized to int8 blocks first): on AVX2 hosts each product is an
 // integer kernel that frees its own temporary right after its loop, which
-// moves after the merged loop. The same bits as without merging.
+// moves after the merged loop. The same bits as without merging. 512 x
+// 1024 weights: the least an int8 decode product is split over threads for.
 TEST(MergeForalls, QuantizedProductsMatchUnmerged) {
-  constexpr int64_t K = 512, N = 512;
+  constexpr int64_t K = 512, N = 1024;
   const Shape sx(DType::kF32, {1, K});
   const std::vector<float> x = testing::random_vec<float>(K, -1, 1, 31);
   std::vector<io::QuantizedMatrix> q;

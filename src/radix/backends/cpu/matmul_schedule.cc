@@ -521,6 +521,17 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
 constexpr int64_t kInt8BlockedMinRows = 16;
 constexpr int64_t kInt8InterleavedMaxK = 32768;
 constexpr int64_t kF32PromptMinRows = 3;  // see int8_kernel_plan
+// Decode rows times x16 weights with int8 activations split over threads
+// from this many multiply-adds (the f32 mat-vecs' min_dot_work is 32K): the
+// integer kernels run ~130 Gweight/s per core from the LLC, so a product of
+// stories15M's layers (83K-221K weights, 1-2 us on one core) took less time
+// than the fork / join it was split by (~2 us), and on two threads that
+// model's Q4_0 decode ran slower than on one. Measured on Zen 5, a random
+// stories15M, 64 decode steps (best of 20 rounds), two threads, the two
+// thresholds in alternated processes: Q4_0 182-198 -> 141-144 us per token
+// (one thread: 151-165), Q8_0 213-224 -> 204-214. stories110M's products
+// (590K and up) stay split.
+constexpr int64_t kInt8DecodeMinParallelWork = int64_t{1} << 19;
 
 // Q4_0x16 (16 weight rows interleaved in W's bytes: loops (m, R, i, kb, g,
 // t), see the pass): tiles of one row group (16 weight rows, the lanes of
@@ -542,14 +553,20 @@ constexpr int64_t kF32PromptMinRows = 3;  // see int8_kernel_plan
 //
 // Q8_0x16's bytes are signed: vpdpbusd reads them offset by 128, AVX2's
 // vpmaddubsw as |w| times x with w's sign (see the pass).
-std::optional<std::vector<int64_t>> rows_kernel_plan(llvm::ArrayRef<int64_t> r, int threads, const Int8Target& host) {
+//
+// Threads: from min_dot_work(M) multiply-adds, or for the integer kernels'
+// decode rows (int8 activations) from kInt8DecodeMinParallelWork.
+std::optional<std::vector<int64_t>> rows_kernel_plan(llvm::ArrayRef<int64_t> r, int threads, const Int8Target& host,
+                                                     bool int8_activations) {
   if (r.size() != 5 && r.size() != 6) return std::nullopt;
   const bool has_m = r.size() == 6;
   const int64_t M = has_m ? r[0] : 1, NR = r[has_m ? 1 : 0], K = r[has_m ? 3 : 2] * 32, N = NR * 16;
   const bool blocked = M > kInt8BlockedMinRows;
   const bool wide = host.vnni512;
   const int64_t tm = blocked ? largest_divisor(M, {4, 3, 2, 1}) : 1;
-  const bool parallel = threads > 1 && NR >= threads && M * N * K >= min_dot_work(M);
+  const int64_t min_work =
+      int8_activations && M <= kDotMaxStreamingRows ? kInt8DecodeMinParallelWork : min_dot_work(M);
+  const bool parallel = threads > 1 && NR >= threads && M * N * K >= min_work;
   return std::vector<int64_t>{tm, 16, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0, 1, wide ? 1 : 0};
 }
 
@@ -559,7 +576,7 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
   auto format = op->getAttrOfType<mlir::StringAttr>(quantized_dot::kFormatAttr);
   const llvm::StringRef f = format ? format.getValue() : llvm::StringRef();
-  if (f == quantized_dot::kQ4_0x16 || f == quantized_dot::kQ8_0x16) return rows_kernel_plan(r, threads, host);
+  if (f == quantized_dot::kQ4_0x16 || f == quantized_dot::kQ8_0x16) return rows_kernel_plan(r, threads, host, true);
   if (f == quantized_dot::kQ4_0x16F32 || f == quantized_dot::kQ8_0x16F32) {
     // f32 activations (f32_rows_kernel.cc): one row group per tile; `wide`
     // is 16 f32 lanes, `blocked` a prompt (W dequantized on the stack once
@@ -568,7 +585,7 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
     // one after the other / the prompt form: m = 2 44-50 / 38-47, 3 39-49 /
     // 55-59, 4 44-50 / 61, 8 44-50 / 86, 16 44-49 / 93-96 (Zen 3's code
     // there alike from m = 3: 39-50 / 55-59).
-    std::optional<std::vector<int64_t>> plan = rows_kernel_plan(r, threads, host);
+    std::optional<std::vector<int64_t>> plan = rows_kernel_plan(r, threads, host, false);
     if (plan) {
       (*plan)[4] = r.size() == 6 && r[0] >= kF32PromptMinRows ? 1 : 0;
       (*plan)[6] = host.avx512 ? 1 : 0;
@@ -578,7 +595,7 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   if (f == quantized_dot::kQ4_0F32 || f == quantized_dot::kQ8_0F32) {
     // Plain rows times f32 activations, 16 rows at a time: the x16 forms'
     // prompt kernel, each group dequantized from its plain rows.
-    std::optional<std::vector<int64_t>> plan = rows_kernel_plan(r, threads, host);
+    std::optional<std::vector<int64_t>> plan = rows_kernel_plan(r, threads, host, false);
     if (!plan || r.size() != 6) return std::nullopt;
     (*plan)[4] = 1;
     (*plan)[6] = host.avx512 ? 1 : 0;
