@@ -43,6 +43,7 @@
 #include "mlir/Pass/Pass.h"
 #include "radix/backends/cpu/buffer_effects.h"
 #include "radix/backends/cpu/cpu_passes.h"
+#include "radix/backends/cpu/prefetch_util.h"
 
 namespace radix {
 
@@ -125,15 +126,11 @@ bool apart_from_tile(mlir::Value written, llvm::ArrayRef<mlir::Value> tile_views
 void start_from_fill(mlir::scf::ForOp panels) {
   // The tile: read before its K loop, the loop's result stored back to the
   // same place after it.
-  mlir::scf::ForOp k_loop;
-  for (mlir::Operation& op : *panels.getBody())
-    if (auto f = llvm::dyn_cast<mlir::scf::ForOp>(op); f && f.getInitArgs().size() == 1) {
-      k_loop = f;
-      break;
-    }
-  if (!k_loop) return;
-  auto load = k_loop.getInitArgs()[0].getDefiningOp<mlir::vector::TransferReadOp>();
-  if (!load || load->getBlock() != panels.getBody() || !load->hasOneUse() || load.getMask()) return;
+  std::optional<AccTile> tile = acc_tile(panels);
+  if (!tile) return;
+  mlir::scf::ForOp k_loop = tile->k_loop;
+  mlir::vector::TransferReadOp load = tile->load;
+  if (load->getBlock() != panels.getBody() || !load->hasOneUse() || load.getMask()) return;
   mlir::vector::TransferWriteOp store;
   for (mlir::Operation* user : k_loop.getResult(0).getUsers())
     if (auto w = llvm::dyn_cast<mlir::vector::TransferWriteOp>(user);
@@ -235,11 +232,8 @@ struct AccumulatorsFromFillPass
 
   void runOnOperation() override {
     // The marks stay for radix-prefetch-next-tile.
-    llvm::SmallVector<mlir::scf::ForOp> panels;
-    getOperation().walk([&](mlir::scf::ForOp f) {
-      if (f->hasAttr(kAccTileLoopMark)) panels.push_back(f);
-    });
-    for (mlir::scf::ForOp f : panels) start_from_fill(f);
+    for (mlir::Operation* loop : marked_ops(getOperation(), kAccTileLoopMark))
+      if (auto f = llvm::dyn_cast<mlir::scf::ForOp>(loop)) start_from_fill(f);
   }
 };
 

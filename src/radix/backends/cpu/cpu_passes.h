@@ -125,8 +125,9 @@ std::unique_ptr<mlir::Pass> create_collectives_to_mpi_pass();
 std::unique_ptr<mlir::Pass> create_custom_calls_pass();
 
 // The ops under `root` (itself included) that carry the unit attribute
-// `mark` the schedule left for a later pass, in walk order; the marks are
-// removed.
+// `mark` the schedule left for a later pass, in walk order; take_ also
+// removes the marks (marked_ops leaves them for a later pass).
+std::vector<mlir::Operation*> marked_ops(mlir::Operation* root, const char* mark);
 std::vector<mlir::Operation*> take_marked_ops(mlir::Operation* root, const char* mark);
 
 // Registers the passes above (and the shared ones) with MLIR's textual

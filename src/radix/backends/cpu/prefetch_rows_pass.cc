@@ -181,11 +181,16 @@ struct PrefetchNextRowPass : public mlir::PassWrapper<PrefetchNextRowPass, mlir:
 
 }  // namespace
 
-std::vector<mlir::Operation*> take_marked_ops(mlir::Operation* root, const char* mark) {
+std::vector<mlir::Operation*> marked_ops(mlir::Operation* root, const char* mark) {
   std::vector<mlir::Operation*> ops;
   root->walk([&](mlir::Operation* op) {
     if (op->hasAttr(mark)) ops.push_back(op);
   });
+  return ops;
+}
+
+std::vector<mlir::Operation*> take_marked_ops(mlir::Operation* root, const char* mark) {
+  std::vector<mlir::Operation*> ops = marked_ops(root, mark);
   for (mlir::Operation* op : ops) op->removeAttr(mark);
   return ops;
 }

@@ -1,13 +1,18 @@
 // What the CPU backend's prefetch passes (radix-prefetch-next-row, -tile,
 // -batch) share: following a read's subviews back to the buffer they
 // slice, one prefetch per cache line of a run of elements, and telling
-// compute-bound loops (also for radix-streaming-stores).
+// compute-bound loops (also for radix-streaming-stores), and finding a packed
+// matmul's register tile (also for radix-accumulators-from-fill).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include <optional>
+
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 
 namespace radix {
@@ -36,5 +41,16 @@ void prefetch_lines(mlir::OpBuilder& b, mlir::Location loc, mlir::Value buffer, 
 // vector once approximated, so the loop is compute-bound and the memory
 // system idles.
 bool computes_transcendentals(mlir::Operation* op);
+
+// A packed matmul's register tile in its panel loop (marked
+// radix.acc_tile_loop by the schedule): the K loop (the body's first
+// scf.for carrying one value) and the read of C that value starts from, on
+// the else branch of the scf.if radix-accumulators-from-fill may have put
+// there; none when the loop holds no such tile.
+struct AccTile {
+  mlir::scf::ForOp k_loop;
+  mlir::vector::TransferReadOp load;
+};
+std::optional<AccTile> acc_tile(mlir::scf::ForOp panels);
 
 }  // namespace radix
