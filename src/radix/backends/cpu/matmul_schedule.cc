@@ -555,15 +555,16 @@ constexpr int64_t kInt8DecodeMinParallelWork = int64_t{1} << 19;
 // vpmaddubsw as |w| times x with w's sign (see the pass).
 //
 // Threads: from min_dot_work(M) multiply-adds, or for the integer kernels'
-// decode rows (int8 activations) from kInt8DecodeMinParallelWork.
+// decode rows (`format` with int8 activations) from kInt8DecodeMinParallelWork.
 std::optional<std::vector<int64_t>> rows_kernel_plan(llvm::ArrayRef<int64_t> r, int threads, const Int8Target& host,
-                                                     bool int8_activations) {
+                                                     llvm::StringRef format) {
   if (r.size() != 5 && r.size() != 6) return std::nullopt;
   const bool has_m = r.size() == 6;
   const int64_t M = has_m ? r[0] : 1, NR = r[has_m ? 1 : 0], K = r[has_m ? 3 : 2] * 32, N = NR * 16;
   const bool blocked = M > kInt8BlockedMinRows;
   const bool wide = host.vnni512;
   const int64_t tm = blocked ? largest_divisor(M, {4, 3, 2, 1}) : 1;
+  const bool int8_activations = format == quantized_dot::kQ4_0x16 || format == quantized_dot::kQ8_0x16;
   const int64_t min_work =
       int8_activations && M <= kDotMaxStreamingRows ? kInt8DecodeMinParallelWork : min_dot_work(M);
   const bool parallel = threads > 1 && NR >= threads && M * N * K >= min_work;
@@ -576,7 +577,7 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
   auto format = op->getAttrOfType<mlir::StringAttr>(quantized_dot::kFormatAttr);
   const llvm::StringRef f = format ? format.getValue() : llvm::StringRef();
-  if (f == quantized_dot::kQ4_0x16 || f == quantized_dot::kQ8_0x16) return rows_kernel_plan(r, threads, host, true);
+  if (f == quantized_dot::kQ4_0x16 || f == quantized_dot::kQ8_0x16) return rows_kernel_plan(r, threads, host, f);
   if (f == quantized_dot::kQ4_0x16F32 || f == quantized_dot::kQ8_0x16F32) {
     // f32 activations (f32_rows_kernel.cc): one row group per tile; `wide`
     // is 16 f32 lanes, `blocked` a prompt (W dequantized on the stack once
@@ -585,7 +586,7 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
     // one after the other / the prompt form: m = 2 44-50 / 38-47, 3 39-49 /
     // 55-59, 4 44-50 / 61, 8 44-50 / 86, 16 44-49 / 93-96 (Zen 3's code
     // there alike from m = 3: 39-50 / 55-59).
-    std::optional<std::vector<int64_t>> plan = rows_kernel_plan(r, threads, host, false);
+    std::optional<std::vector<int64_t>> plan = rows_kernel_plan(r, threads, host, f);
     if (plan) {
       (*plan)[4] = r.size() == 6 && r[0] >= kF32PromptMinRows ? 1 : 0;
       (*plan)[6] = host.avx512 ? 1 : 0;
@@ -595,7 +596,7 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   if (f == quantized_dot::kQ4_0F32 || f == quantized_dot::kQ8_0F32) {
     // Plain rows times f32 activations, 16 rows at a time: the x16 forms'
     // prompt kernel, each group dequantized from its plain rows.
-    std::optional<std::vector<int64_t>> plan = rows_kernel_plan(r, threads, host, false);
+    std::optional<std::vector<int64_t>> plan = rows_kernel_plan(r, threads, host, f);
     if (!plan || r.size() != 6) return std::nullopt;
     (*plan)[4] = 1;
     (*plan)[6] = host.avx512 ? 1 : 0;

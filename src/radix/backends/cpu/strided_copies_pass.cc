@@ -104,7 +104,7 @@ struct StridedCopiesToLoopsPass
 
   llvm::StringRef getArgument() const override { return "radix-strided-copies-to-loops"; }
   llvm::StringRef getDescription() const override {
-    return "Turn memref.copy of non-contiguous buffers into linalg.copy (loops, no runtime library call)";
+    return "Turn memref.copy of non-contiguous buffers into loops (rows as vectors, else linalg.copy; no runtime library call)";
   }
   void getDependentDialects(mlir::DialectRegistry& registry) const override {
     registry.insert<mlir::arith::ArithDialect, mlir::linalg::LinalgDialect, mlir::scf::SCFDialect,
