@@ -53,8 +53,9 @@ std::vector<float> reference(const Case& s, const std::vector<float>& x, const s
 }
 
 // Compiles x · W (+ bias, relu) for one ISA and thread count, checks it
-// against the reference and returns the schedule summary.
-std::string run(const Case& s, const IsaCase& c, int threads, bool with_bias) {
+// against the reference and returns the schedule summary (the whole
+// schedule script in `script`, when given).
+std::string run(const Case& s, const IsaCase& c, int threads, bool with_bias, std::string* whole = nullptr) {
   SCOPED_TRACE(name(s) + " " + c.name + " threads " + std::to_string(threads) + (with_bias ? " +bias relu" : ""));
   const Shape xs(DType::kF32, {s.m, s.k}), bs(DType::kF32, {s.n});
   const Shape ws = s.bt ? Shape(DType::kF32, {s.n, s.k}) : Shape(DType::kF32, {s.k, s.n});
@@ -80,6 +81,7 @@ std::string run(const Case& s, const IsaCase& c, int threads, bool with_bias) {
   EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), reference(s, x, w, bias), 1e-5, 2e-6 * double(s.k)));
   const std::string script = testing::stage_dump(dir, "schedule-script.mlir");
   fs::remove_all(dir);
+  if (whole) *whole = script;
   return script.substr(0, script.find('\n'));
 }
 
@@ -143,6 +145,28 @@ TEST(PaddedMatmul, BatchedOddSizesMatchTheLoopOnEveryIsa) {
           EXPECT_TRUE(fitted(script.substr(0, script.find('\n')))) << script.substr(0, script.find('\n'));
           fs::remove_all(dir);
         }
+}
+
+// The 1-3 columns of B [K, N] past its whole vectors are dot products (a
+// row of A times a column of B, along K: tile_reduction_using_for in the
+// script, where every other part is register tiles), with K past whole
+// vectors (K = 129, 100) a product of its own; 4 columns stay register
+// tiles. Every ISA, 1 and 2 threads, against the double loop.
+TEST(PaddedMatmul, ColumnRestsRunAsDotProducts) {
+  struct Rest {
+    Case s;
+    bool dots;
+  };
+  for (const Rest& r : {Rest{{129, 129, 129, false}, true}, Rest{{128, 130, 128, false}, true},
+                        Rest{{64, 67, 100, false}, true}, Rest{{128, 132, 128, false}, false}})
+    for (const IsaCase& c : kIsas)
+      for (int threads : {1, 2}) {
+        std::string script;
+        const std::string sum = run(r.s, c, threads, /*with_bias=*/false, &script);
+        EXPECT_TRUE(fitted(sum)) << name(r.s) << " " << c.name << ": " << sum;
+        EXPECT_EQ(script.find("tile_reduction_using_for") != std::string::npos, r.dots)
+            << name(r.s) << " " << c.name << " threads " << threads << ": " << sum;
+      }
 }
 
 // Elementwise consumers of a split or padded product (bias, relu) read its

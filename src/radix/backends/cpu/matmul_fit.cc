@@ -502,9 +502,79 @@ static int split_at_tiles(mlir::ModuleOp module, const VectorIsa& isa) {
   return count;
 }
 
+// A · B with B [K, N] of 1-3 columns (the rest of a split past whole
+// vectors: 129³'s 129th column) as dot products: B's columns copied into
+// rows [N, K] (a small copy: N x K), each output a row of A times one of
+// them, K along the vectors. The register tiles vectorize along N instead,
+// padded to 4 columns: one 4-lane FMA per row of A and step of K for 1-3
+// useful products, where the dot products spend N / 16. They need K in
+// whole vectors: the K past them is a product of its own (its few columns
+// of A padded, see padded_dims) whose result starts the main one's sums.
+// Measured on Zen 5, one process alternating the two forms, one / two
+// threads: 129³ 1.07-1.08x / 1.08x, [128,128]·[128,129] 1.07x / 1.08x,
+// [96,1000]·[1000,97] 1.15x / 1.17x, [200,300]·[300,131] 1.05x / 1.11x,
+// [129,129]·[129,131] (3 columns) 1.04x; AVX2 code (znver3) 1.03-1.06x.
+// From 4 columns on the register tiles are as fast or faster ([129,129]·
+// [129,134] 0.99x, 13 columns 0.83-0.93x as dot products).
+constexpr int64_t kDotRestMaxCols = 3;
+// Rows of A at least (the copy of B's columns is then at most 1/16 of the work).
+constexpr int64_t kDotRestMinRows = 16;
+static int column_rests_as_dot_products(mlir::ModuleOp module, const VectorIsa& isa) {
+  llvm::SmallVector<mlir::linalg::MatmulOp> todo;
+  const int64_t lanes = isa.f32_lanes;
+  module.walk([&](mlir::linalg::MatmulOp mm) {
+    if (!plain_matmul(mm) || b_transposed(mm) || !all_f32(mm) ||
+        !mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>())
+      return;
+    llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
+    const int64_t M = r[0], N = r[1], K = r[2];
+    // Dot products as the schedule takes them (not packed: product_form).
+    if (N <= kDotRestMaxCols && M >= kDotRestMinRows && M % 4 == 0 && K >= 2 * lanes && M * N * K < kPackMinVolumeTransposedB) todo.push_back(mm);
+  });
+  for (mlir::linalg::MatmulOp mm : todo) {
+    mlir::OpBuilder b(mm);
+    mlir::Location loc = mm.getLoc();
+    llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
+    const int64_t M = r[0], N = r[1], K = r[2], main_k = K / lanes * lanes;
+    auto fill = mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
+    mlir::Value a = mm.getDpsInputOperand(0)->get(), bk = mm.getDpsInputOperand(1)->get();
+    mlir::Type f32 = b.getF32Type();
+    mlir::Value rows = mlir::tensor::EmptyOp::create(b, loc, llvm::ArrayRef<int64_t>{N, K}, f32);
+    mlir::Value bt = mlir::linalg::TransposeOp::create(b, loc, bk, rows, llvm::ArrayRef<int64_t>{1, 0}).getResult()[0];
+    mlir::MLIRContext* ctx = b.getContext();
+    const mlir::AffineExpr d0 = mlir::getAffineDimExpr(0, ctx), d1 = mlir::getAffineDimExpr(1, ctx),
+                           d2 = mlir::getAffineDimExpr(2, ctx);
+    llvm::SmallVector<mlir::AffineMap> maps = {mlir::AffineMap::get(3, 0, {d0, d2}, ctx),
+                                               mlir::AffineMap::get(3, 0, {d1, d2}, ctx),
+                                               mlir::AffineMap::get(3, 0, {d0, d1}, ctx)};
+    llvm::SmallVector<mlir::NamedAttribute, 1> attrs = {b.getNamedAttr("indexing_maps", b.getAffineMapArrayAttr(maps))};
+    auto cols = [&](mlir::Value v, int64_t rows_n, int64_t from, int64_t size) {
+      return mlir::tensor::ExtractSliceOp::create(
+                 b, loc, mlir::RankedTensorType::get({rows_n, size}, f32), v,
+                 llvm::SmallVector<mlir::OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(from)},
+                 sizes_of(b, {rows_n, size}), unit_strides(b, 2))
+          .getResult();
+    };
+    auto out_t = mlir::RankedTensorType::get({M, N}, f32);
+    auto product = [&](int64_t from, int64_t size, mlir::Value init) {
+      return mlir::linalg::MatmulOp::create(b, loc, mlir::TypeRange{out_t},
+                                            mlir::ValueRange{cols(a, M, from, size), cols(bt, N, from, size)},
+                                            mlir::ValueRange{init}, attrs)
+          .getResult(0);
+    };
+    mlir::Value init = filled(b, loc, fill.getInputs()[0], {M, N});
+    if (main_k < K) init = product(main_k, K - main_k, init);
+    mm->getResult(0).replaceAllUsesWith(product(0, main_k, init));
+    mm->erase();
+    if (fill->use_empty()) fill->erase();
+  }
+  return static_cast<int>(todo.size());
+}
+
 FittedProducts fit_matmuls_to_tiles(mlir::ModuleOp module, const VectorIsa& isa) {
   FittedProducts fitted;
   fitted.split = split_prompt_rows(module, isa) + split_at_tiles(module, isa);
+  fitted.split += column_rests_as_dot_products(module, isa);
   llvm::SmallVector<std::pair<mlir::linalg::LinalgOp, PaddedDims>> todo;
   module.walk([&](mlir::linalg::LinalgOp op) {
     // Traced products start from a fill (a zero init); others are left.
