@@ -80,6 +80,27 @@ std::pair<std::string, std::string> check(const IsaCase& c, int64_t M, int64_t K
                             want, 1e-4, 2e-4);
 }
 
+// One or two rows times B [K, N] on one thread run register tiles of 8 or
+// 4 vectors of columns (as many accumulators as half the registers hold),
+// not the usual 2: one row's 2 FMA chains left the FMA units idle.
+// Every ISA against the naive loop; the script's tile sizes.
+TEST(Schedule, FewRowsTileWideRowsOfColumns) {
+  for (const IsaCase& c : kIsas)
+    for (int64_t M : {1, 2}) {
+      const int64_t K = 129, N = 128, lanes = c.isa.f32_lanes;
+      SCOPED_TRACE(std::string(c.name) + " M=" + std::to_string(M));
+      Shape sa(DType::kF32, {M, K}), sb(DType::kF32, {K, N});
+      std::vector<float> a = testing::random_vec<float>(static_cast<size_t>(M * K), -1, 1, 13);
+      std::vector<float> b = testing::random_vec<float>(static_cast<size_t>(K * N), -1, 1, 14);
+      auto [script, ir] = compile_check_dump(c, 1, [](Tensor x, Tensor y) { return matmul(x, y); }, "schedule", sa, sb,
+                                             a, b, naive_matmul(a, b, M, K, N), 1e-5, 2e-6 * double(K));
+      // 8 vectors while M x 8 accumulators are at most half the registers, else 4.
+      const int64_t vectors = M * 8 <= c.isa.registers / 2 ? 8 : 4;
+      const std::string want = "tile_sizes [" + std::to_string(M) + ", " + std::to_string(vectors * lanes) + ", 0]";
+      EXPECT_NE(script.find(want), std::string::npos) << "want " << want << " in\n" << script;
+    }
+}
+
 TEST(Schedule, PackedMatmulOnEveryIsa) {
   for (const IsaCase& c : kIsas) {
     auto [script, ir] = check(c, 256, 256, 256);  // 2^24 MACs: the packed path

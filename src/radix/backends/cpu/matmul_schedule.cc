@@ -829,7 +829,7 @@ bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const
       ++sum.skipped;
       return true;
     }
-    const auto [tm, tn] = *tile;
+    auto [tm, tn] = *tile;
     match();
     std::string cur = id;
     if (uses_small_blocks(M, N, K, tm, tn)) {
@@ -848,6 +848,26 @@ bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const
       // stream B as dot-product tiles stream their weights.
       const std::vector<int64_t> par = parallel_tiles(op, threads, min_dot_work(M), {tm, tn, 1});
       if (!par.empty()) ++sum.parallel;
+      // A few rows on one thread (129³'s 129th row, a decode step with B
+      // stored [K, N]): 8 or 4 vectors of columns per tile where N and the
+      // accumulators allow, not the register tile's two: one row's two FMA
+      // chains left the FMA units three quarters idle. (Powers of two: a
+      // 6-vector row, vector<96xf32>, was legalized into shuffles and
+      // spills, 30x slower. At most half the registers as accumulators:
+      // AVX2's 3 x 4 vectors, 12 of 16, ran 129³'s 3 rest rows 1.5% slower
+      // than 3 x 2.) Measured on Zen 5, one core, one process alternating
+      // the two: [1,129]·[129,128] 1.08-1.12x, [1,512]·[512,256] 1.44-1.56x,
+      // [2,1000]·[1000,128] 1.9x, [3,300]·[300,64] 1.31x, 129³ 1.01x (two
+      // threads 1.01x; the products split over threads keep their tiles);
+      // AVX2 code (znver3) 1.38-1.42x, 1.6-1.7x, 1.0x and 129³ 1.0-1.02x.
+      if (par.empty() && M <= kDotMaxStreamingRows)
+        for (int64_t vectors : {8, 4}) {
+          const int64_t w = vectors * isa.f32_lanes;
+          if (w > tn && N % w == 0 && tm * vectors <= isa.registers / 2) {
+            tn = w;
+            break;
+          }
+        }
       auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
       emit_register_tiles(body, id, par, {tm, tn, 0}, fill && fuses_fill_into_tiles(fill, isa, threads));
     }
