@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "llvm/Support/MathExtras.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
@@ -727,8 +728,15 @@ std::optional<BatchTiles> batch_register_tiles(mlir::linalg::LinalgOp op, const 
   // 64-wide head's V rows were read in two passes of half rows, two FMA
   // chains each. Measured on Zen 5, one core, stories110M Q4_0 decode at
   // positions 900-964 (f32 KV cache): 148-157 -> 173-191 tok/s.
+  // Rows of a power of two vectors only: others were legalized into
+  // shuffles and spills. Zen 5, one core, p[12,1,300]·v[12,300,d], whole
+  // rows / the register tile's: d = 96 (6 vectors) 25.8 / 15.4 us, 160 91 /
+  // 28, 192 130 / 30, 48 12.0 / 9.8, 80 17 / 20; stories15M's heads,
+  // p[6,1,256]·v[6,256,48], 5.9-6.4 / 5.5-5.7 (AVX2 code, 6 vectors of 8:
+  // 11-11.6 / 5.6-5.7).
+  const int64_t row_vectors = ranges[2] / isa.f32_lanes;
   if (ranges[1] <= kDotMaxStreamingRows && ranges[2] % isa.f32_lanes == 0 &&
-      tm * (ranges[2] / isa.f32_lanes) <= max_accumulators(isa))
+      tm * row_vectors <= max_accumulators(isa) && llvm::isPowerOf2_64(uint64_t(row_vectors)))
     tn = ranges[2];
   // min_dot_work as for a matmul: a few rows per batch (decode attention's
   // probabilities times V) stream B.
