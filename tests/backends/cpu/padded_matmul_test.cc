@@ -53,8 +53,8 @@ std::vector<float> reference(const Case& s, const std::vector<float>& x, const s
 }
 
 // Compiles x · W (+ bias, relu) for one ISA and thread count, checks it
-// against the reference and returns the schedule summary (the whole
-// schedule script in `script`, when given).
+// against the reference and returns the schedule summary (and the whole
+// schedule script in `whole`, when given).
 std::string run(const Case& s, const IsaCase& c, int threads, bool with_bias, std::string* whole = nullptr) {
   SCOPED_TRACE(name(s) + " " + c.name + " threads " + std::to_string(threads) + (with_bias ? " +bias relu" : ""));
   const Shape xs(DType::kF32, {s.m, s.k}), bs(DType::kF32, {s.n});

@@ -528,8 +528,11 @@ static int column_rests_as_dot_products(mlir::ModuleOp module, const VectorIsa& 
       return;
     llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
     const int64_t M = r[0], N = r[1], K = r[2];
-    // Dot products as the schedule takes them (not packed: product_form).
-    if (N <= kDotRestMaxCols && M >= kDotRestMinRows && M % 4 == 0 && K >= 2 * lanes && M * N * K < kPackMinVolumeTransposedB) todo.push_back(mm);
+    // Dot products as the schedule takes them: whole 4-row tiles, not
+    // packed (product_form), K at least two vectors.
+    if (N <= kDotRestMaxCols && M >= kDotRestMinRows && M % 4 == 0 && K >= 2 * lanes &&
+        M * N * K < kPackMinVolumeTransposedB)
+      todo.push_back(mm);
   });
   for (mlir::linalg::MatmulOp mm : todo) {
     mlir::OpBuilder b(mm);
