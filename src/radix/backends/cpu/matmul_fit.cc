@@ -282,6 +282,19 @@ mlir::Value pad_with_zeros(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v
       .getResult();
 }
 
+// `v`'s elements [offset, offset + size) along `axis` (all of the others).
+static mlir::Value slice_along(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v, int64_t axis, int64_t offset,
+                               int64_t size) {
+  auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
+  llvm::SmallVector<int64_t> shape(t.getShape());
+  shape[size_t(axis)] = size;
+  llvm::SmallVector<mlir::OpFoldResult> offsets = at_origin(b, t.getRank());
+  offsets[size_t(axis)] = b.getIndexAttr(offset);
+  return mlir::tensor::ExtractSliceOp::create(b, loc, mlir::RankedTensorType::get(shape, t.getElementType()), v,
+                                              offsets, sizes_of(b, shape), unit_strides(b, t.getRank()))
+      .getResult();
+}
+
 // Splits `op` (a matmul or batch_matmul whose init is a fill) in two
 // products along its rows (dim 0) or columns (dim 1) at `at`: each reads
 // the slices of the operands it needs and writes its part of one result
@@ -297,16 +310,6 @@ std::pair<mlir::linalg::LinalgOp, mlir::linalg::LinalgOp> split_product(mlir::li
   // The split axis of each operand: rows of A and C; columns of C and of B
   // ([.., n, k] when transposed, else [.., k, n]).
   const int64_t a_axis = o, b_axis = b_transposed(op) ? o : o + 1, c_axis = o + dim;
-  auto slice = [&](mlir::Value v, int64_t axis, int64_t offset, int64_t size) {
-    auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
-    llvm::SmallVector<int64_t> shape(t.getShape());
-    shape[size_t(axis)] = size;
-    llvm::SmallVector<mlir::OpFoldResult> offsets = at_origin(b, t.getRank());
-    offsets[size_t(axis)] = b.getIndexAttr(offset);
-    return mlir::tensor::ExtractSliceOp::create(b, loc, mlir::RankedTensorType::get(shape, t.getElementType()), v,
-                                                offsets, sizes_of(b, shape), unit_strides(b, t.getRank()))
-        .getResult();
-  };
   auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
   llvm::SmallVector<mlir::NamedAttribute, 1> attrs;
   if (op.hasUserDefinedMaps()) attrs.push_back(b.getNamedAttr("indexing_maps", op->getAttr("indexing_maps")));
@@ -333,8 +336,8 @@ std::pair<mlir::linalg::LinalgOp, mlir::linalg::LinalgOp> split_product(mlir::li
   }
   llvm::SmallVector<mlir::linalg::LinalgOp, 2> parts;
   for (auto [offset, size] : {std::pair<int64_t, int64_t>{0, at}, {at, total - at}}) {
-    mlir::Value pa = dim == 0 ? slice(x, a_axis, offset, size) : x;
-    mlir::Value pb = dim == 0 ? w : slice(w, b_axis, offset, size);
+    mlir::Value pa = dim == 0 ? slice_along(b, loc, x, a_axis, offset, size) : x;
+    mlir::Value pb = dim == 0 ? w : slice_along(b, loc, w, b_axis, offset, size);
     llvm::SmallVector<int64_t> shape(ct.getShape());
     shape[size_t(c_axis)] = size;
     mlir::Value acc = filled(b, loc, fill.getInputs()[0], shape);
@@ -551,18 +554,13 @@ static int column_rests_as_dot_products(mlir::ModuleOp module, const VectorIsa& 
                                                mlir::AffineMap::get(3, 0, {d1, d2}, ctx),
                                                mlir::AffineMap::get(3, 0, {d0, d1}, ctx)};
     llvm::SmallVector<mlir::NamedAttribute, 1> attrs = {b.getNamedAttr("indexing_maps", b.getAffineMapArrayAttr(maps))};
-    auto cols = [&](mlir::Value v, int64_t rows_n, int64_t from, int64_t size) {
-      return mlir::tensor::ExtractSliceOp::create(
-                 b, loc, mlir::RankedTensorType::get({rows_n, size}, f32), v,
-                 llvm::SmallVector<mlir::OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(from)},
-                 sizes_of(b, {rows_n, size}), unit_strides(b, 2))
-          .getResult();
-    };
     auto out_t = mlir::RankedTensorType::get({M, N}, f32);
+    // A and B's rows over K's [from, from + size).
     auto product = [&](int64_t from, int64_t size, mlir::Value init) {
-      return mlir::linalg::MatmulOp::create(b, loc, mlir::TypeRange{out_t},
-                                            mlir::ValueRange{cols(a, M, from, size), cols(bt, N, from, size)},
-                                            mlir::ValueRange{init}, attrs)
+      return mlir::linalg::MatmulOp::create(
+                 b, loc, mlir::TypeRange{out_t},
+                 mlir::ValueRange{slice_along(b, loc, a, 1, from, size), slice_along(b, loc, bt, 1, from, size)},
+                 mlir::ValueRange{init}, attrs)
           .getResult(0);
     };
     mlir::Value init = filled(b, loc, fill.getInputs()[0], {M, N});

@@ -6,9 +6,8 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
-
 #include <optional>
+#include <vector>
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
