@@ -424,6 +424,29 @@ TEST(Quant, DecodeStepUses512BitVnniWhereTheTargetHasIt) {
     }
 }
 
+// Q4_0's block pairs take their nibbles from one vgf2p8affineqb where the
+// target has GFNI (Zen 4), from a shift and a mask where it has not
+// (Cascade Lake: AVX-512 VNNI without GFNI).
+TEST(Quant, Q4BlockPairsUseGfniWhereTheTargetHasIt) {
+  for (const char* target : {"znver4", "cascadelake"}) {
+    SCOPED_TRACE(target);
+    const std::string asm_text = compiled_asm(QuantFormat::kQ4_0, 1, 16, 76, target);
+    if (asm_text.empty()) GTEST_SKIP() << "cannot compile for " << target << " here";
+    const bool gfni = std::string(target) == "znver4";
+    EXPECT_EQ(asm_text.find("vgf2p8affineqb") != std::string::npos, gfni) << asm_text;
+    EXPECT_EQ(std::regex_search(asm_text, std::regex("vpsrlvd[^\\n]*%zmm")), !gfni) << asm_text;
+  }
+}
+
+// The shift-and-mask form against the reference, run here where the host
+// has AVX-512 VNNI (its own code takes GFNI where it has that too):
+// decode over 1, 2, 32 and 9 blocks, and a prompt's precomputed scales.
+TEST(Quant, Q4BlockPairsWithoutGfniMatchReference) {
+  if (!int8_target("").vnni512) GTEST_SKIP() << "the host has no AVX-512 VNNI";
+  for (auto [m, n, k] : {std::tuple{1, 33, 64}, std::tuple{1, 64, 1024}, std::tuple{1, 20, 288}, std::tuple{18, 9, 512}})
+    check_product(QuantFormat::kQ4_0, m, n, k, 1, QuantizedActivations::kInt8Blocks, "cascadelake");
+}
+
 TEST(Quant, LeadingAxesAndDequantize) {
   // x [2, 1, 64] -> [2, 1, 8]; dequantize(values, scales) equals the host's.
   for (QuantFormat f : kFormats) {

@@ -500,7 +500,7 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
 // (after bufferization) on hosts with AVX2: its 32-byte blocks are integer
 // dot products there (vpmaddubsw + vpmaddwd, or VNNI's vpdpbusd), which the
 // vectorizer would widen to i32 lane by lane instead. The plan it gets:
-// [tm, tn, parallel, vnni, blocked, interleaved, wide] — tn weight rows x tm activation rows
+// [tm, tn, parallel, vnni, blocked, interleaved, wide, gfni] — tn weight rows x tm activation rows
 // of 8-lane accumulators (within 3/4 of AVX2's 16 registers), the
 // weight-row tiles split over the threads when the product is large enough
 // (the dot-product threshold), vpdpbusd where the host has AVX-512 VNNI
@@ -508,7 +508,8 @@ bool emit_quantized_dot(std::ostringstream& body, mlir::linalg::LinalgOp op, con
 // kInt8BlockedMinRows activation rows (a prompt: see the pass), and
 // `interleaved` for Q4_0 prompts with N a multiple of 8 (and Q8_0 ones
 // with N a multiple of 16), `wide` for
-// 512-bit vpdpbusd (AVX-512 VNNI + BW, a 16-lane schedule).
+// 512-bit vpdpbusd (AVX-512 VNNI + BW, a 16-lane schedule), `gfni` with
+// wide where the host has GFNI (Q4_0's nibbles by vgf2p8affineqb).
 //
 // Byte weights (int8, Q8_0) take one weight row per tile: tiles of 4 rows,
 // 4 row streams read side by side, fell to a third of the read rate once the
@@ -569,7 +570,7 @@ std::optional<std::vector<int64_t>> rows_kernel_plan(llvm::ArrayRef<int64_t> r, 
   const int64_t min_work =
       int8_activations && M <= kDotMaxStreamingRows ? kInt8DecodeMinParallelWork : min_dot_work(M);
   const bool parallel = threads > 1 && NR >= threads && M * N * K >= min_work;
-  return std::vector<int64_t>{tm, 16, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0, 1, wide ? 1 : 0};
+  return std::vector<int64_t>{tm, 16, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0, 1, wide ? 1 : 0, 0};
 }
 
 std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, int threads,
@@ -644,7 +645,7 @@ std::optional<std::vector<int64_t>> int8_kernel_plan(mlir::linalg::LinalgOp op, 
   }
   const bool parallel = threads > 1 && N / tn >= threads && M * N * K >= min_dot_work(M);
   return std::vector<int64_t>{tm,         tn, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0, interleaved ? 1 : 0,
-                              wide ? 1 : 0};
+                              wide ? 1 : 0, wide && host.gfni ? 1 : 0};
 }
 
 // f32 activations times bf16 weights [n, k] on AVX-512 BF16 targets: the

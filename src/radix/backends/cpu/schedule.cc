@@ -689,7 +689,8 @@ Int8Target int8_target(std::string_view target_features) {
                     .vnni = t.has("avxvnni") || (t.has("avx512vnni") && t.has("avx512vl")),
                     .bf16 = t.has("avx512bf16") && t.has("avx512f") && fast_bf16_dot(t.cpu()),
                     .vnni512 = t.has("avx512vnni") && t.has("avx512bw") && t.has("avx512f"),
-                    .avx512 = t.has("avx512f")};
+                    .avx512 = t.has("avx512f"),
+                    .gfni = t.has("gfni")};
 }
 
 VectorIsa schedule_vector_isa(const VectorIsa& requested, std::string_view target_features) {

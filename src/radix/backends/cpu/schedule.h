@@ -90,6 +90,9 @@ struct Int8Target {
   // 16 f32 lanes (AVX-512F, with a 16-lane schedule as vnni512): the f32-
   // activation row-group kernels' width (f32_rows_kernel.cc), else 8.
   bool avx512 = false;
+  // vgf2p8affineqb (GFNI, with vnni512): Q4_0's nibbles in one instruction
+  // per block pair (radix-int8-dot-kernels' emit_block_pairs).
+  bool gfni = false;
 };
 // From resolve_target_cpu's "cpu +feature,-feature,..." (empty: the host).
 Int8Target int8_target(std::string_view target_features);
