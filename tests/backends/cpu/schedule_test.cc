@@ -772,7 +772,8 @@ TEST(Schedule, MultiAxisReductionsAreVectorized) {
 // grow the stack per row (per-row stack buffers would need ~50 MB here, far
 // beyond a thread's stack). Softmax, whose exp pass is compute-bound,
 // prefetches the next row (and its output row for writing); RMSNorm
-// (store-bound) does not.
+// (store-bound) does not: its rows of 128 bytes stream without help (see
+// StoreBoundRowGroupsPrefetchLongRowsFromMemory).
 TEST(Schedule, RowTemporariesOnTheStackAndSoftmaxPrefetchesTheNextRow) {
   const int64_t R = 200000, C = 32;
   const Shape s(DType::kF32, {R, C}, {"r", "c"});
@@ -810,6 +811,48 @@ TEST(Schedule, RowTemporariesOnTheStackAndSoftmaxPrefetchesTheNextRow) {
         for (int64_t c = 0; c < C; ++c)
           ASSERT_NEAR(got[static_cast<size_t>(r * C + c)], want[c], 2e-6 + 2e-5 * std::abs(want[c]))
               << what << " row " << r << " column " << c;
+      }
+    }
+  }
+}
+
+// RMSNorm and LayerNorm (no transcendental: their last pass is bound by its
+// stores) prefetch the next row in that pass when their rows are long (1 KiB
+// and up) and their input is 8 MiB or more (read from memory): [2048, 1024]
+// and [4096, 768]; not [256, 1024] (1 MiB, cached) nor [65536, 32] (8 MiB
+// of 128-byte rows). Results against a double loop either way.
+TEST(Schedule, StoreBoundRowGroupsPrefetchLongRowsFromMemory) {
+  struct Case { int64_t rows, cols; bool layer, prefetch; };
+  for (Case c : {Case{2048, 1024, false, true}, Case{4096, 768, true, true}, Case{256, 1024, false, false},
+                 Case{65536, 32, false, false}}) {
+    const std::string what = std::string(c.layer ? "layer_norm " : "rms_norm ") + std::to_string(c.rows) + "x" +
+                             std::to_string(c.cols);
+    const Shape s(DType::kF32, {c.rows, c.cols}, {"r", "c"});
+    fs::path dir = fs::temp_directory_path() / ("radix-rowpf-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    CompileFnOptions o;
+    o.compile.diagnostics.dump = {"bufferize"};
+    o.compile.diagnostics.dump_dir = dir.string();
+    const bool layer = c.layer;
+    auto exe = must(compile_fn(
+        cpu(), o, [layer](Tensor t) { return layer ? nn::layer_norm(t, std::nullopt, std::nullopt, "c", 1e-5) : nn::rms_norm(t, "c", 1e-5); },
+        s));
+    const std::string ir = slurp_stage(dir, "bufferize.mlir");
+    fs::remove_all(dir);
+    EXPECT_EQ(ir.find("memref.prefetch") != std::string::npos, c.prefetch) << what << "\n" << ir;
+    std::vector<float> x = testing::random_vec<float>(static_cast<size_t>(c.rows * c.cols), -4, 4, 62);
+    std::vector<float> got = must(must(exe.call(must(cpu().buffer(s, x)))).to_host<float>());
+    for (int64_t r = 0; r < c.rows; r += 97) {
+      const float* in = x.data() + r * c.cols;
+      double mean = 0, var = 0;
+      for (int64_t k = 0; k < c.cols; ++k) mean += in[k];
+      mean = layer ? mean / double(c.cols) : 0;
+      for (int64_t k = 0; k < c.cols; ++k) var += (in[k] - mean) * (in[k] - mean);
+      const double inv = 1 / std::sqrt(var / double(c.cols) + 1e-5);
+      for (int64_t k = 0; k < c.cols; ++k) {
+        const double want = (in[k] - mean) * inv;
+        ASSERT_NEAR(got[static_cast<size_t>(r * c.cols + k)], want, 1e-5 + 1e-5 * std::abs(want))
+            << what << " row " << r << " column " << k;
       }
     }
   }
