@@ -748,7 +748,6 @@ class KernelBuilder {
           llvm::SmallVector<int64_t> spread;
           for (int64_t l = 0; l < 2 * kBlock; ++l) spread.push_back(l % kBlock);
           Value both = mlir::vector::ShuffleOp::create(b_, loc_, bytes, bytes, spread);
-          Value shifts = mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(v16i32, llvm::ArrayRef<int32_t>(shift)));
           if (plan_.gfni) {
             // One affine transform of each byte's bits, its 8 x 8 bit matrix
             // per qword: bit i of the result is row 7 - i's parity with the
@@ -766,6 +765,8 @@ class KernelBuilder {
             w = aw = intrinsic("llvm.x86.vgf2p8affineqb.512", v64i8,
                                {both, matrix, mlir::arith::ConstantOp::create(b_, loc_, b_.getI8IntegerAttr(0))});
           } else {
+            Value shifts =
+                mlir::arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(v16i32, llvm::ArrayRef<int32_t>(shift)));
             Value words = mlir::vector::BitCastOp::create(b_, loc_, v16i32, both);
             Value shifted = mlir::vector::BitCastOp::create(b_, loc_, v64i8, mlir::arith::ShRUIOp::create(b_, loc_, words, shifts));
             w = aw = mlir::arith::AndIOp::create(b_, loc_, shifted, i8_splat(2 * kBlock, 15));
