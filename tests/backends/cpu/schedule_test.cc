@@ -834,9 +834,10 @@ TEST(Schedule, StoreBoundRowGroupsPrefetchLongRowsFromMemory) {
     o.compile.diagnostics.dump = {"bufferize"};
     o.compile.diagnostics.dump_dir = dir.string();
     const bool layer = c.layer;
-    auto exe = must(compile_fn(
-        cpu(), o, [layer](Tensor t) { return layer ? nn::layer_norm(t, std::nullopt, std::nullopt, "c", 1e-5) : nn::rms_norm(t, "c", 1e-5); },
-        s));
+    auto norm = [layer](Tensor t) {
+      return layer ? nn::layer_norm(t, std::nullopt, std::nullopt, "c", 1e-5) : nn::rms_norm(t, "c", 1e-5);
+    };
+    auto exe = must(compile_fn(cpu(), o, norm, s));
     const std::string ir = slurp_stage(dir, "bufferize.mlir");
     fs::remove_all(dir);
     EXPECT_EQ(ir.find("memref.prefetch") != std::string::npos, c.prefetch) << what << "\n" << ir;
