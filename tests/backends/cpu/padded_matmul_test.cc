@@ -147,6 +147,73 @@ TEST(PaddedMatmul, BatchedOddSizesMatchTheLoopOnEveryIsa) {
         }
 }
 
+// On threads, a batched product that is split or padded is first split by
+// its batch, one scf.forall iteration per thread (batched_products_by_thread):
+// each thread pads, multiplies and copies out its own batches, in one
+// parallel region, and the parts write the result in place (no buffer of a
+// thread's share of the result). Batches that the threads divide, odd sizes, q · kᵀ
+// and p · v, every ISA, 2-4 threads, against the double loop; a batch the
+// threads do not divide keeps the per-part foralls.
+TEST(PaddedMatmul, BatchedOddSizesSplitByThreadFirst) {
+  const std::regex alloc(R"(memref\.alloc\(\)[^\n]*?: memref<([0-9x]+)xf32>)");
+  struct Bmk { int64_t b, s, t, d; int threads; bool by_thread; };
+  for (Bmk z : {Bmk{12, 301, 301, 64, 2, true}, Bmk{6, 131, 129, 40, 3, true}, Bmk{8, 37, 101, 24, 4, true},
+                Bmk{5, 131, 129, 40, 2, false}})
+    for (bool keys : {true, false})
+      for (const IsaCase& c : kIsas) {
+        const int64_t inner = keys ? z.d : z.t, cols = keys ? z.t : z.d;
+        SCOPED_TRACE(std::to_string(z.b) + "x" + std::to_string(z.s) + "x" + std::to_string(cols) + "x" +
+                     std::to_string(inner) + (keys ? " q.k" : " p.v") + " " + c.name + " threads " +
+                     std::to_string(z.threads));
+        const Shape as(DType::kF32, {z.b, z.s, inner}, {"b", "s", "c"});
+        const Shape bs = keys ? Shape(DType::kF32, {z.b, cols, inner}, {"b", "t", "c"})
+                              : Shape(DType::kF32, {z.b, inner, cols}, {"b", "c", "t"});
+        std::vector<float> a = testing::random_vec<float>(size_t(z.b * z.s * inner), -1, 1, 68);
+        std::vector<float> w = testing::random_vec<float>(size_t(z.b * cols * inner), -1, 1, 69);
+        std::vector<float> want(size_t(z.b * z.s * cols));
+        for (int64_t bb = 0; bb < z.b; ++bb)
+          for (int64_t i = 0; i < z.s; ++i)
+            for (int64_t j = 0; j < cols; ++j) {
+              double acc = 0;
+              for (int64_t c2 = 0; c2 < inner; ++c2)
+                acc += double(a[size_t((bb * z.s + i) * inner + c2)]) *
+                       w[size_t(keys ? (bb * cols + j) * inner + c2 : (bb * inner + c2) * cols + j)];
+              want[size_t((bb * z.s + i) * cols + j)] = float(acc);
+            }
+        fs::path dir = fs::temp_directory_path() / ("radix-padt-" + std::to_string(::getpid()) + "-" + c.name);
+        auto exe = must(compile_fn(cpu(), testing::isa_options(c, z.threads, {"schedule-script", "bufferize"}, dir),
+                                   [](Tensor x, Tensor y) { return dot(x, y, "c"); }, as, bs));
+        EXPECT_FALSE(exe.executable().stats().schedule_fell_back);
+        Buffer out = must(exe.call(must(cpu().buffer(as, a)), must(cpu().buffer(bs, w))));
+        EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-5, 2e-6 * double(inner)));
+        const std::string script = testing::stage_dump(dir, "schedule-script.mlir");
+        const std::string ir = testing::stage_dump(dir, "bufferize.mlir");
+        fs::remove_all(dir);
+        const std::string summary = script.substr(0, script.find('\n'));
+        EXPECT_TRUE(fitted(summary)) << summary;
+        EXPECT_EQ(summary.find(", 1 batched by thread") != std::string::npos, z.by_thread) << summary;
+        if (!z.by_thread) continue;
+        // One region for the product (and one for kᵀ's transpose when it is
+        // large enough to be on threads, q · k only).
+        ASSERT_NE(ir.find("radix.thread_region"), std::string::npos);
+        int64_t foralls = 0;
+        for (size_t at = ir.find("scf.forall"); at != std::string::npos; at = ir.find("scf.forall", at + 1)) ++foralls;
+        EXPECT_GE(foralls, 1);
+        EXPECT_LE(foralls, keys ? 2 : 1) << ir;
+        int64_t largest = 0;
+        for (auto it = std::sregex_iterator(ir.begin(), ir.end(), alloc); it != std::sregex_iterator(); ++it) {
+          int64_t elems = 1;
+          std::stringstream dims((*it)[1].str());
+          for (std::string d; std::getline(dims, d, 'x');) elems *= std::stoll(d);
+          if ((*it)[1].str() != std::to_string(z.b) + "x" + std::to_string(inner) + "x" + std::to_string(cols))
+            largest = std::max(largest, elems);  // (kᵀ, [b, d, t], is an operand, not the result)
+        }
+        // (A buffer for all of a thread's share of the result: its parts
+        // written there, then copied out.)
+        EXPECT_LT(largest, z.b / z.threads * z.s * cols) << "a buffer of " << largest << " floats besides the result";
+      }
+}
+
 // The 1-3 columns of B [K, N] past its whole vectors are dot products (a
 // row of A times a column of B, along K: tile_reduction_using_for in the
 // script, where every other part is register tiles), with K past whole

@@ -57,6 +57,17 @@ struct FittedProducts {
 };
 FittedProducts fit_matmuls_to_tiles(mlir::ModuleOp module, const VectorIsa& isa);
 
+// Before fit_matmuls_to_tiles, with threads > 1: each f32 batch_matmul it
+// would split or pad, of a batch that `threads` divides, goes into a
+// tensor-level scf.forall of one iteration per thread (marked
+// kThreadRegionMark), each iteration the same product over its share of the
+// batch, written in place; the fitting then happens inside, per thread.
+// Returns how many it moved.
+inline constexpr const char* kThreadRegionMark = "radix.thread_region";
+int batched_products_by_thread(mlir::ModuleOp module, const VectorIsa& isa, int threads);
+// Whether `op` lies in such a forall: the schedule runs it on one thread.
+bool in_thread_region(mlir::Operation* op);
+
 // Rewrites each f32 x[M, K] · W[N, K]ᵀ with few rows (a prompt; M up to
 // 512, N at least 2M, K at least 4M, or M for the whole-panel part that
 // fit_matmuls_to_tiles split off rows the packed schedule would pad) whose

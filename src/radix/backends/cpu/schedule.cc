@@ -596,7 +596,7 @@ std::string ScheduleSummary::to_string() const {
          std::to_string(fused_rows) + " row-fused groups, " + std::to_string(fused_consumers) +
          " consumers fused into matmuls, " + std::to_string(swapped) + " operand-swapped, " +
          std::to_string(transposes) + " tiled transposes, " + std::to_string(padded) + " padded, " +
-         std::to_string(split) + " split";
+         std::to_string(split) + " split, " + std::to_string(thread_regions) + " batched by thread";
 }
 
 VectorIsa host_vector_isa() {
@@ -724,6 +724,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
   };
   auto handle = [](int64_t id) { return "op" + std::to_string(id); };
   int8_outputs_without_fills(module, threads, int8);
+  sum.thread_regions = batched_products_by_thread(module, isa, threads);
   const FittedProducts fitted = fit_matmuls_to_tiles(module, isa);
   sum.padded = fitted.padded;
   sum.split = fitted.split;
@@ -770,6 +771,8 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
       }
 
     fn.walk([&](mlir::linalg::LinalgOp op) {
+      // Ops in a thread region (batched_products_by_thread) run on one thread each.
+      const int op_threads = in_thread_region(op.getOperation()) ? 1 : threads;
       if (in_group.contains(op.getOperation())) return;  // scheduled with its group's root
       if (fused_away.contains(op.getOperation())) return;  // scheduled with its matmul
       if (auto it = fusion_at.find(op.getOperation()); it != fusion_at.end()) {
@@ -785,8 +788,8 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
         }
         llvm::SmallVector<int64_t> r = f.consumer.getStaticLoopRanges();
         const bool dots = llvm::all_of(f.matmuls, [](const FusedMatmul& m) { return m.v > 0; });
-        const bool parallel = threads > 1 && work >= (dots ? min_dot_work(r[0]) : kParallelMinMatmulWork) &&
-                              (r[0] / f.tm) * (r[1] / f.tn) >= threads;
+        const bool parallel = op_threads > 1 && work >= (dots ? min_dot_work(r[0]) : kParallelMinMatmulWork) &&
+                              (r[0] / f.tm) * (r[1] / f.tn) >= op_threads;
         emit_consumer_fused_matmuls(body, f, e_id, mm_ids, fill_ids, parallel);
         sum.matmuls += static_cast<int>(f.matmuls.size());
         ++sum.fused_consumers;
@@ -806,7 +809,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
         int64_t rows = 1;
         llvm::SmallVector<int64_t> r = g.root.getStaticLoopRanges();
         for (size_t d = 0; d + 1 < r.size(); ++d) rows *= r[d];
-        const bool parallel = threads > 1 && rows >= threads && rows * r.back() >= kParallelMinWork;
+        const bool parallel = op_threads > 1 && rows >= op_threads && rows * r.back() >= kParallelMinWork;
         emit_row_group(body, g, root_id, ids, sids, root_sid, parallel);
         ++sum.fused_rows;
         if (parallel) ++sum.parallel;
@@ -819,20 +822,20 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
       const std::string id = handle(sid);  // the handle match() gives op
       auto match = [&] { mark(op.getOperation()); };
       llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-      if (std::optional<std::vector<int64_t>> plan = bf16_kernel_plan(op, threads, int8)) {
+      if (std::optional<std::vector<int64_t>> plan = bf16_kernel_plan(op, op_threads, int8)) {
         op->setAttr(kBf16KernelAttr, b.getDenseI64ArrayAttr(*plan));
         ++sum.matmuls;
         if ((*plan)[2]) ++sum.parallel;
         return;
       }
-      if (std::optional<std::vector<int64_t>> plan = int8_kernel_plan(op, threads, int8)) {
+      if (std::optional<std::vector<int64_t>> plan = int8_kernel_plan(op, op_threads, int8)) {
         op->setAttr(kInt8KernelAttr, b.getDenseI64ArrayAttr(*plan));
         ++sum.matmuls;
         if ((*plan)[2]) ++sum.parallel;
         return;
       }
       if (is_quantized_dot(op)) {
-        if (!emit_quantized_dot(body, op, id, isa, threads, match, sum)) ++sum.skipped;
+        if (!emit_quantized_dot(body, op, id, isa, op_threads, match, sum)) ++sum.skipped;
         return;
       }
 
@@ -845,7 +848,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
         // Split over an output loop (batch, rows, ...) in whole register tiles.
         std::vector<int64_t> granules = tiles->parallel;
         for (int64_t& g : granules) g = std::max<int64_t>(g, 1);
-        std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinMatmulWork, granules);
+        std::vector<int64_t> par = parallel_tiles(op, op_threads, kParallelMinMatmulWork, granules);
         emit_conv(body, id, *tiles, par);
         if (!par.empty()) ++sum.parallel;
         return;
@@ -869,13 +872,13 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
         return;
       }
 
-      if (emit_contraction(body, op, id, isa, threads, match, sum)) return;
+      if (emit_contraction(body, op, id, isa, op_threads, match, sum)) return;
       if (llvm::isa<mlir::linalg::GenericOp>(op.getOperation()) && !vectorizable_generic(op)) {
         ++sum.skipped;
         return;
       }
       if (auto fill = llvm::dyn_cast<mlir::linalg::FillOp>(op.getOperation());
-          fill && (feeds_only_packed_matmuls(fill, isa) || fuses_fill_into_tiles(fill, isa, threads)))
+          fill && (feeds_only_packed_matmuls(fill, isa) || fuses_fill_into_tiles(fill, isa, op_threads)))
         return;  // folded into the packed matmul's accumulator, or fused into the register tiles
       // Reductions (reduce_sum / max / min): one reduction loop, no bools.
       // Reductions over one or several axes (reduce_sum(x, {0, 2}), a full
@@ -891,7 +894,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
           const int64_t v = largest_divisor(ranges.back(), kElementwiseWidths);
           if (v >= 4 && ranges.back() >= 2 * v) {
             match();
-            const std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, {});
+            const std::vector<int64_t> par = parallel_tiles(op, op_threads, kParallelMinWork, {});
             if (!par.empty()) ++sum.parallel;
             std::string cur = forall_if(body, id, par, "fa");
             if (n > 1) {
@@ -921,7 +924,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
             match();
             std::vector<int64_t> granules(n, 1);
             granules.back() = v;
-            std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, granules);
+            std::vector<int64_t> par = parallel_tiles(op, op_threads, kParallelMinWork, granules);
             emit_lane_tiles(body, id, n, v, par);
             if (!par.empty()) ++sum.parallel;
             ++sum.reductions;
@@ -932,7 +935,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
 
       if (std::optional<MinorTranspose> mt = minor_transpose(op, isa)) {
         match();
-        if (emit_minor_transpose(body, op, id, *mt, threads)) ++sum.parallel;
+        if (emit_minor_transpose(body, op, id, *mt, op_threads)) ++sum.parallel;
         ++sum.elementwise;
         ++sum.transposes;
         return;
@@ -958,7 +961,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
         match();
         std::vector<int64_t> granules(ranges.size(), 1);
         granules.back() = v;
-        std::vector<int64_t> par = parallel_tiles(op, threads, kParallelMinWork, granules);
+        std::vector<int64_t> par = parallel_tiles(op, op_threads, kParallelMinWork, granules);
         std::string main = id;
         if (main_cols > 0) {
           emit_split(body, id, id + "sc", main_cols, int64_t(ranges.size() - 1), id + "mc", id + "rc");

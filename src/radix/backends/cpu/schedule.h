@@ -49,9 +49,10 @@ struct ScheduleSummary {
   int transposes = 0;  // elementwise ops transposing their innermost axis in square tiles
   int padded = 0;      // matmuls computed on zero-padded operands (sizes no tile divides)
   int split = 0;       // matmuls split at their last whole tile (main product + rest)
+  int thread_regions = 0;  // batched products split by batch over the threads before being fitted
   // "2 matmuls (1 packed), 3 elementwise, 1 reductions, 4 left as loops, 2 on
   // threads, 0 row-fused groups, 0 consumers fused into matmuls, 1
-  // operand-swapped, 1 tiled transposes, 0 padded, 0 split"
+  // operand-swapped, 1 tiled transposes, 0 padded, 0 split, 0 batched by thread"
   std::string to_string() const;
 };
 
