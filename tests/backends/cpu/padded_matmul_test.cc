@@ -152,8 +152,9 @@ TEST(PaddedMatmul, BatchedOddSizesMatchTheLoopOnEveryIsa) {
 // each thread pads, multiplies and copies out its own batches, in one
 // parallel region, and the parts write the result in place (no buffer of a
 // thread's share of the result). Batches that the threads divide, odd sizes, q · kᵀ
-// and p · v, every ISA, 2-4 threads, against the double loop; a batch the
-// threads do not divide keeps the per-part foralls.
+// and p · v, every ISA, 2-4 threads, against the double loop and bit for bit
+// against one thread; a batch the threads do not divide keeps the per-part
+// foralls.
 TEST(PaddedMatmul, BatchedOddSizesSplitByThreadFirst) {
   const std::regex alloc(R"(memref\.alloc\(\)[^\n]*?: memref<([0-9x]+)xf32>)");
   struct Bmk { int64_t b, s, t, d; int threads; bool by_thread; };
@@ -185,7 +186,12 @@ TEST(PaddedMatmul, BatchedOddSizesSplitByThreadFirst) {
                                    [](Tensor x, Tensor y) { return dot(x, y, "c"); }, as, bs));
         EXPECT_FALSE(exe.executable().stats().schedule_fell_back);
         Buffer out = must(exe.call(must(cpu().buffer(as, a)), must(cpu().buffer(bs, w))));
-        EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-5, 2e-6 * double(inner)));
+        const std::vector<float> got = must(out.to_host<float>());
+        EXPECT_TRUE(testing::all_close(got, want, 1e-5, 2e-6 * double(inner)));
+        // The same sums in the same order as on one thread: bit for bit.
+        auto one = must(compile_fn(cpu(), testing::isa_options(c, 1), [](Tensor x, Tensor y) { return dot(x, y, "c"); },
+                                   as, bs));
+        EXPECT_EQ(must(must(one.call(must(cpu().buffer(as, a)), must(cpu().buffer(bs, w)))).to_host<float>()), got);
         const std::string script = testing::stage_dump(dir, "schedule-script.mlir");
         const std::string ir = testing::stage_dump(dir, "bufferize.mlir");
         fs::remove_all(dir);
