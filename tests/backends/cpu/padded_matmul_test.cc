@@ -105,6 +105,38 @@ TEST(PaddedMatmul, OddSizesMatchTheLoopOnEveryIsa) {
       }
 }
 
+// A batched product, attention's q[b,s,d] · k[b,t,d] -> [b,s,t] (`keys`)
+// or p[b,s,t] · v[b,t,d] -> [b,s,d]: its operands' shapes, its name and
+// its double loop.
+struct Batched {
+  int64_t b, s, t, d;
+  bool keys;
+  int64_t inner() const { return keys ? d : t; }
+  int64_t cols() const { return keys ? t : d; }
+  Shape a_shape() const { return Shape(DType::kF32, {b, s, inner()}, {"b", "s", "c"}); }
+  Shape b_shape() const {
+    return keys ? Shape(DType::kF32, {b, cols(), inner()}, {"b", "t", "c"})
+                : Shape(DType::kF32, {b, inner(), cols()}, {"b", "c", "t"});
+  }
+  std::string name() const {
+    return std::to_string(b) + "x" + std::to_string(s) + "x" + std::to_string(cols()) + "x" + std::to_string(inner()) +
+           (keys ? " q.k" : " p.v");
+  }
+  std::vector<float> reference(const std::vector<float>& a, const std::vector<float>& w) const {
+    const int64_t n = cols(), k = inner();
+    std::vector<float> y(size_t(b * s * n));
+    for (int64_t bb = 0; bb < b; ++bb)
+      for (int64_t i = 0; i < s; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0;
+          for (int64_t c = 0; c < k; ++c)
+            acc += double(a[size_t((bb * s + i) * k + c)]) * w[size_t(keys ? (bb * n + j) * k + c : (bb * k + c) * n + j)];
+          y[size_t((bb * s + i) * n + j)] = float(acc);
+        }
+    return y;
+  }
+};
+
 // Batched products with odd sizes (attention over a prompt of 131 or 7
 // tokens and a cache of 129 or 301): q[b,s,d] · k[b,t,d] (per batch x · Wᵀ)
 // and p[b,s,t] · v[b,t,d], each batch's rows (a prime count: one-row
@@ -115,26 +147,13 @@ TEST(PaddedMatmul, BatchedOddSizesMatchTheLoopOnEveryIsa) {
     for (bool keys : {true, false})
       for (const IsaCase& c : kIsas)
         for (int threads : {1, 2}) {
-          // keys: q[b,s,d] · k[b,t,d] -> [b,s,t]; else p[b,s,t] · v[b,t,d] -> [b,s,d].
-          const int64_t inner = keys ? z.d : z.t, cols = keys ? z.t : z.d;
-          SCOPED_TRACE(std::to_string(z.b) + "x" + std::to_string(z.s) + "x" + std::to_string(cols) + "x" +
-                       std::to_string(inner) + (keys ? " q.k" : " p.v") + " " + c.name + " threads " +
-                       std::to_string(threads));
-          const Shape as(DType::kF32, {z.b, z.s, inner}, {"b", "s", "c"});
-          const Shape bs = keys ? Shape(DType::kF32, {z.b, cols, inner}, {"b", "t", "c"})
-                                : Shape(DType::kF32, {z.b, inner, cols}, {"b", "c", "t"});
+          const Batched p{z.b, z.s, z.t, z.d, keys};
+          const int64_t inner = p.inner();
+          SCOPED_TRACE(p.name() + " " + c.name + " threads " + std::to_string(threads));
+          const Shape as = p.a_shape(), bs = p.b_shape();
           std::vector<float> a = testing::random_vec<float>(size_t(z.b * z.s * inner), -1, 1, 64);
-          std::vector<float> w = testing::random_vec<float>(size_t(z.b * cols * inner), -1, 1, 65);
-          std::vector<float> want(size_t(z.b * z.s * cols));
-          for (int64_t bb = 0; bb < z.b; ++bb)
-            for (int64_t i = 0; i < z.s; ++i)
-              for (int64_t j = 0; j < cols; ++j) {
-                double acc = 0;
-                for (int64_t c2 = 0; c2 < inner; ++c2)
-                  acc += double(a[size_t((bb * z.s + i) * inner + c2)]) *
-                         w[size_t(keys ? (bb * cols + j) * inner + c2 : (bb * inner + c2) * cols + j)];
-                want[size_t((bb * z.s + i) * cols + j)] = float(acc);
-              }
+          std::vector<float> w = testing::random_vec<float>(size_t(z.b * p.cols() * inner), -1, 1, 65);
+          const std::vector<float> want = p.reference(a, w);
           fs::path dir = fs::temp_directory_path() / ("radix-padb-" + std::to_string(::getpid()) + "-" + c.name);
           auto exe = must(compile_fn(cpu(), testing::isa_options(c, threads, {"schedule-script"}, dir),
                                      [](Tensor x, Tensor y) { return dot(x, y, "c"); }, as, bs));
@@ -162,25 +181,13 @@ TEST(PaddedMatmul, BatchedOddSizesSplitByThreadFirst) {
                 Bmk{5, 131, 129, 40, 2, false}})
     for (bool keys : {true, false})
       for (const IsaCase& c : kIsas) {
-        const int64_t inner = keys ? z.d : z.t, cols = keys ? z.t : z.d;
-        SCOPED_TRACE(std::to_string(z.b) + "x" + std::to_string(z.s) + "x" + std::to_string(cols) + "x" +
-                     std::to_string(inner) + (keys ? " q.k" : " p.v") + " " + c.name + " threads " +
-                     std::to_string(z.threads));
-        const Shape as(DType::kF32, {z.b, z.s, inner}, {"b", "s", "c"});
-        const Shape bs = keys ? Shape(DType::kF32, {z.b, cols, inner}, {"b", "t", "c"})
-                              : Shape(DType::kF32, {z.b, inner, cols}, {"b", "c", "t"});
+        const Batched p{z.b, z.s, z.t, z.d, keys};
+        const int64_t inner = p.inner(), cols = p.cols();
+        SCOPED_TRACE(p.name() + " " + c.name + " threads " + std::to_string(z.threads));
+        const Shape as = p.a_shape(), bs = p.b_shape();
         std::vector<float> a = testing::random_vec<float>(size_t(z.b * z.s * inner), -1, 1, 68);
         std::vector<float> w = testing::random_vec<float>(size_t(z.b * cols * inner), -1, 1, 69);
-        std::vector<float> want(size_t(z.b * z.s * cols));
-        for (int64_t bb = 0; bb < z.b; ++bb)
-          for (int64_t i = 0; i < z.s; ++i)
-            for (int64_t j = 0; j < cols; ++j) {
-              double acc = 0;
-              for (int64_t c2 = 0; c2 < inner; ++c2)
-                acc += double(a[size_t((bb * z.s + i) * inner + c2)]) *
-                       w[size_t(keys ? (bb * cols + j) * inner + c2 : (bb * inner + c2) * cols + j)];
-              want[size_t((bb * z.s + i) * cols + j)] = float(acc);
-            }
+        const std::vector<float> want = p.reference(a, w);
         fs::path dir = fs::temp_directory_path() / ("radix-padt-" + std::to_string(::getpid()) + "-" + c.name);
         auto exe = must(compile_fn(cpu(), testing::isa_options(c, z.threads, {"schedule-script", "bufferize"}, dir),
                                    [](Tensor x, Tensor y) { return dot(x, y, "c"); }, as, bs));
