@@ -617,6 +617,9 @@ TEST(Quant, PlainRowsWithF32ActivationsMatchDequantizedReference) {
 
 // Q8_0x16: the same shapes through the VNNI kernels (W's signed bytes read
 // as w + 128), and compiled for Zen 3 (AVX2: |w| times x with w's sign).
+// Decode on one thread reads two row groups per tile from 2 groups (n =
+// 32, 64; see Q8DecodeOnOneThreadReadsTwoRowGroupsAtOnce), one for an odd
+// count (16, 48, 80).
 TEST(Quant, Q8RowsMatchDequantizedReference) {
   struct Mnk { int64_t m, n, k; };
   for (const std::string& t : host_and_zen3())
@@ -625,6 +628,42 @@ TEST(Quant, Q8RowsMatchDequantizedReference) {
       check_product(QuantFormat::kQ8_0x16, s.m, s.n, s.k, 1, QuantizedActivations::kInt8Blocks, t);
   check_product(QuantFormat::kQ8_0x16, 1, 512, 512, 2);
   check_product(QuantFormat::kQ8_0x16, 64, 256, 512, 2);
+}
+
+// A Q8_0x16 decode product on one thread runs two row groups, n / 32
+// apart, in each tile's block loop (two streams through W): its code holds
+// twice the integer dot products of the one-group loop, which an odd group
+// count (n = 48: three) keeps, as does a product split over two threads
+// ([1,1024]·W[512,1024]ᵀ; on one thread it takes two). Host code (vpdpbusd
+// with VNNI) and Zen 3 code (vpmaddubsw); the products' numbers are checked
+// by Q8RowsMatchDequantizedReference (1 to 5 groups).
+TEST(Quant, Q8DecodeOnOneThreadReadsTwoRowGroupsAtOnce) {
+  if (!int8_target("").avx2) GTEST_SKIP() << "this CPU has no AVX2: the int8 kernels are not used here";
+  for (const std::string& t : host_and_zen3()) {
+    const std::string op = t == "host" && int8_target("").vnni ? "vpdpbusd" : "vpmaddubsw";
+    auto dots = [&](int64_t n, int64_t k, int threads) {
+      SCOPED_TRACE(t + " n " + std::to_string(n) + " k " + std::to_string(k) + " threads " + std::to_string(threads));
+      DumpDir dir("q8-streams-" + t + "-" + std::to_string(n) + "-" + std::to_string(threads));
+      io::QuantizedMatrix q = quantize(QuantFormat::kQ8_0x16, testing::random_vec<float>(size_t(n * k), -1, 1, 79), n, k);
+      CompileFnOptions o;
+      o.compile.codegen.cpu.threads = threads;
+      o.compile.codegen.target_cpu = t;
+      o.compile.diagnostics.dump = {"asm"};
+      o.compile.diagnostics.dump_dir = dir.path().string();
+      must(compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
+                      Shape(DType::kF32, {1, k}), q.values_shape, q.scales_shape));
+      const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
+      int64_t count = 0;
+      for (size_t at = asm_text.find(op); at != std::string::npos; at = asm_text.find(op, at + 1)) ++count;
+      return count;
+    };
+    SCOPED_TRACE(t);
+    const int64_t one = dots(48, 256, 1);
+    ASSERT_GT(one, 0);
+    EXPECT_EQ(dots(64, 256, 1), 2 * one);
+    EXPECT_EQ(dots(512, 1024, 1), 2 * one);
+    EXPECT_EQ(dots(512, 1024, 2), one);
+  }
 }
 
 // Q8_0 prompts in plain rows with n a multiple of 16 take integer

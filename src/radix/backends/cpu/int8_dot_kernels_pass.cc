@@ -57,7 +57,8 @@
 //
 // Q4_0x16 products (W's rows interleaved by 16 in memory) have a builder of
 // their own (RowsKernelBuilder): the interleaved tiles' lanes-as-rows
-// form for decode and prompts, reading W as it is stored.
+// form for decode and prompts, reading W as it is stored (Q8_0x16 decode on
+// one thread: two row groups per tile, two streams through W).
 // With f32 activations ("q4_0x16_f32", "q8_0x16_f32") they widen W to f32
 // in registers instead (f32_rows_kernel.cc).
 //
@@ -991,7 +992,22 @@ class RowsKernelBuilder {
     lanes_ = plan_.wide ? 16 : 8;
     // AVX2's Q8_0 products move W's signs onto x instead: no corrections.
     if (!q8_ || plan_.vnni || plan_.wide) fill_corrections();
-    const int64_t tiles = NR;  // one row group each
+    // Q8_0 decode on one thread (one row of x, W read once per call, from
+    // memory in a model's step): each tile runs row groups r and r + NR / 2
+    // in the same block loop, two sequential streams through W at once.
+    // Why: one core's hardware prefetchers keep more lines in flight for two
+    // streams than for one, and a decode step is bound by that read. The
+    // same kernel alone read from memory ~0.84 of a plain sum over the same
+    // bytes (both in huge pages). Measured on Zen 5, one core, alternated in
+    // one process: [1,768]·W[2048,768]ᵀ over 64 cold copies 1.15-1.22x,
+    // W[131072,768] 1.21-1.23x, in the caches (one copy) 1.01-1.02x; as Zen
+    // 3 code (vpmaddubsw) 1.23-1.31x; stories110M Q8_0 decode 1.05-1.21x
+    // (either generator loaded first), stories15M 1.02-1.11x. Four streams:
+    // no faster (0.94-0.99x in the decode). Q4_0x16 (half the bytes per
+    // weight) and two threads (each already a stream, from a shared memory
+    // bus): 0.95-1.0x, left with one.
+    streams_ = q8_ && !plan_.parallel && !plan_.blocked && !gather_ && M_ == 1 && NR % 2 == 0 ? 2 : 1;
+    const int64_t tiles = NR / streams_;  // streams_ row groups each
     const bool parallel = plan_.parallel && tiles > 1;
     // Prompts: each tile's nibbles unpacked once into a stack buffer that all
     // rows of x then read (see unpack_tile); one buffer per thread.
@@ -1019,7 +1035,9 @@ class RowsKernelBuilder {
         mlir::OpBuilder::InsertionGuard pass(b_);
         auto rows = mlir::scf::ForOp::create(b_, loc_, idx(0), idx(M_), idx(plan_.tm));
         b_.setInsertionPointToStart(rows.getBody());
-        emit_tile(rows.getInductionVar(), r0, h * (halves / passes), halves / passes);
+        llvm::SmallVector<Value> groups{r0};
+        for (int64_t j = 1; j < streams_; ++j) groups.push_back(mlir::arith::AddIOp::create(b_, loc_, r0, idx(j * tiles)));
+        emit_tile(rows.getInductionVar(), groups, h * (halves / passes), halves / passes);
       }
     };
     emit_tile_loop(b_, loc_, tiles, parallel, body);
@@ -1171,10 +1189,13 @@ class RowsKernelBuilder {
     return v[0];
   }
 
-  // tm rows of x from m0 times row group r0: its rows [L h0, L (h0 + H))
-  // (H halves of L lanes).
-  void emit_tile(Value m0, Value r0, int64_t h0, int64_t H) {
+  // tm rows of x from m0 times each row group of `groups`: its rows
+  // [L h0, L (h0 + H)) (H halves of L lanes).
+  void emit_tile(Value m0, llvm::ArrayRef<Value> groups, int64_t h0, int64_t H) {
     const int64_t tm = plan_.tm, L = lanes_;
+    // Columns of accumulators: (group, half), c = g * H + h.
+    const int64_t C = int64_t(groups.size()) * H;
+    auto group_of = [&](int64_t c) { return groups[size_t(c / H)]; };
     mlir::Type f32 = b_.getF32Type(), i32 = b_.getI32Type();
     auto vLf32 = mlir::VectorType::get({L}, f32);
     auto vLi32 = mlir::VectorType::get({L}, i32);
@@ -1202,9 +1223,10 @@ class RowsKernelBuilder {
     Value c0 = idx(0);
     std::vector<Value> m{m0};
     for (int64_t i = 1; i < tm; ++i) m.push_back(mlir::arith::AddIOp::create(b_, loc_, m0, idx(i)));
-    // acc[i * H + h]: row m[i] of x times rows 16 r0 + L h .. + L.
-    auto at = [&](int64_t i, int64_t h) { return size_t(i * H + h); };
-    llvm::SmallVector<Value> init(size_t(tm * H), splat(vLf32, b_.getF32FloatAttr(0)));
+    // acc[i * C + c]: row m[i] of x times rows 16 r + L h .. + L of column
+    // c's group r and half h.
+    auto at = [&](int64_t i, int64_t c) { return size_t(i * C + c); };
+    llvm::SmallVector<Value> init(size_t(tm * C), splat(vLf32, b_.getF32FloatAttr(0)));
     auto blocks = mlir::scf::ForOp::create(b_, loc_, c0, idx(KB_), idx(1), init);
     {
       mlir::OpBuilder::InsertionGuard g(b_);
@@ -1232,7 +1254,9 @@ class RowsKernelBuilder {
           xl[size_t(i)] = bcast(0);
           if (!q8_) xh[size_t(i)] = bcast(1);
         }
-        for (int64_t h = 0; h < H; ++h) {
+        for (int64_t c = 0; c < C; ++c) {
+          const int64_t h = c % H;
+          Value r0 = group_of(c);
           Value lo, hi;
           if (q8_) {
             Value bytes = gather_ ? mlir::vector::LoadOp::create(b_, loc_, vBi8, unpacked_,
@@ -1262,7 +1286,7 @@ class RowsKernelBuilder {
                 b_, loc_, vBi8, operand(w_op_), llvm::SmallVector<Value>{r0, kb, idx(grp), idx((h0 + h) * L), c0}));
           }
           for (int64_t i = 0; i < tm; ++i) {
-            const size_t a = at(i, h);
+            const size_t a = at(i, c);
             if (q8_ && !vnni) {
               Value xs = intrinsic("llvm.x86.avx2.psign.b", vBi8, {xl[size_t(i)], hi});
               Value p = intrinsic("llvm.x86.avx2.pmadd.wd", vLi32,
@@ -1292,14 +1316,16 @@ class RowsKernelBuilder {
         }
       }
       Value ones = splat(v16i16, b_.getI16IntegerAttr(1));
-      for (int64_t h = 0; h < H; ++h) {
+      for (int64_t c = 0; c < C; ++c) {
+        const int64_t h = c % H;
+        Value r0 = group_of(c);
         Value half_scales =
             gather_ ? mlir::vector::LoadOp::create(b_, loc_, vLf16, gathered_scales_, mlir::ValueRange{kb, idx((h0 + h) * L)})
                     : mlir::vector::LoadOp::create(b_, loc_, vLf16, operand(ws_op_),
                                                    llvm::SmallVector<Value>{r0, kb, idx((h0 + h) * L)});
         Value ws = mlir::arith::ExtFOp::create(b_, loc_, vLf32, half_scales);
         for (int64_t i = 0; i < tm; ++i) {
-          const size_t a = at(i, h);
+          const size_t a = at(i, c);
           // VNNI: the correction started the first chain; AVX2: added here.
           Value hi_sum_a = hi_times_16 ? mlir::arith::ShRSIOp::create(b_, loc_, hi_sum[a], splat(vLi32, b_.getI32IntegerAttr(4))).getResult()
                                        : hi_sum[a];
@@ -1321,13 +1347,15 @@ class RowsKernelBuilder {
     }
     Value out = op_.getDpsInitOperand(0)->get();
     for (int64_t i = 0; i < tm; ++i)
-      for (int64_t h = 0; h < H; ++h) {
+      for (int64_t c = 0; c < C; ++c) {
+        const int64_t h = c % H;
+        Value r0 = group_of(c);
         llvm::SmallVector<Value> where =
             gather_ ? llvm::SmallVector<Value>{m[size_t(i)], mlir::arith::AddIOp::create(
                                                                  b_, loc_, mlir::arith::MulIOp::create(b_, loc_, r0, idx(16)),
                                                                  idx((h0 + h) * L))}
                     : at_m(m[size_t(i)], {r0, idx((h0 + h) * L)});
-        Value v = blocks.getResult(unsigned(at(i, h)));
+        Value v = blocks.getResult(unsigned(at(i, c)));
         if (!plan_.overwrite)
           v = mlir::arith::AddFOp::create(b_, loc_, mlir::vector::LoadOp::create(b_, loc_, vLf32, out, where), v);
         mlir::vector::StoreOp::create(b_, loc_, v, out, where);
@@ -1340,6 +1368,7 @@ class RowsKernelBuilder {
   mlir::Location loc_;
   bool has_m_ = true;
   int64_t M_ = 1, KB_ = 0, lanes_ = 8;
+  int64_t streams_ = 1;  // row groups per tile, NR / streams_ apart (see emit)
   Value corr_, unpacked_, gathered_scales_;
   bool q8_, gather_;
   llvm::SmallVector<mlir::Operation*> transposes_;  // gather_tile's, lowered in build
