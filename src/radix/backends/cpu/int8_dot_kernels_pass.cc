@@ -999,13 +999,13 @@ class RowsKernelBuilder {
     // streams than for one, and a decode step is bound by that read. The
     // same kernel alone read from memory ~0.84 of a plain sum over the same
     // bytes (both in huge pages). Measured on Zen 5, one core, alternated in
-    // one process: [1,768]·W[2048,768]ᵀ over 64 cold copies 1.15-1.22x,
-    // W[131072,768] 1.21-1.23x, in the caches (one copy) 1.01-1.02x; as Zen
+    // one process: [1,768]·W[2048,768]ᵀ over 64 cold copies 1.03-1.22x,
+    // W[131072,768] 1.07-1.23x, in the caches (one copy) 0.98-1.02x; as Zen
     // 3 code (vpmaddubsw) 1.23-1.31x; stories110M Q8_0 decode 1.05-1.21x
     // (either generator loaded first), stories15M 1.02-1.11x. Four streams:
-    // no faster (0.94-0.99x in the decode). Q4_0x16 (half the bytes per
-    // weight) and two threads (each already a stream, from a shared memory
-    // bus): 0.95-1.0x, left with one.
+    // no faster (0.94-0.99x in the decode). Left with one: Q4_0x16 (half
+    // the bytes per weight; decode 0.95-1.09x, within the noise) and two
+    // threads (0.99-1.01x).
     streams_ = q8_ && !plan_.parallel && !plan_.blocked && !gather_ && M_ == 1 && NR % 2 == 0 ? 2 : 1;
     const int64_t tiles = NR / streams_;  // streams_ row groups each
     const bool parallel = plan_.parallel && tiles > 1;
