@@ -652,14 +652,11 @@ TEST(Quant, Q8DecodeOnOneThreadReadsTwoRowGroupsAtOnce) {
       o.compile.diagnostics.dump_dir = dir.path().string();
       must(compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
                       Shape(DType::kF32, {1, k}), q.values_shape, q.scales_shape));
-      const std::string asm_text = testing::stage_dump(dir.path(), "asm.s");
-      int64_t count = 0;
-      for (size_t at = asm_text.find(op); at != std::string::npos; at = asm_text.find(op, at + 1)) ++count;
-      return count;
+      return testing::count_of(testing::stage_dump(dir.path(), "asm.s"), op);
     };
     SCOPED_TRACE(t);
-    const int64_t one = dots(48, 256, 1);
-    ASSERT_GT(one, 0);
+    const size_t one = dots(48, 256, 1);
+    ASSERT_GT(one, 0u);
     EXPECT_EQ(dots(64, 256, 1), 2 * one);
     EXPECT_EQ(dots(512, 1024, 1), 2 * one);
     EXPECT_EQ(dots(512, 1024, 2), one);

@@ -209,10 +209,9 @@ TEST(PaddedMatmul, BatchedOddSizesSplitByThreadFirst) {
         // One region for the product (and one for kᵀ's transpose when it is
         // large enough to be on threads, q · k only).
         ASSERT_NE(ir.find("radix.thread_region"), std::string::npos);
-        int64_t foralls = 0;
-        for (size_t at = ir.find("scf.forall"); at != std::string::npos; at = ir.find("scf.forall", at + 1)) ++foralls;
-        EXPECT_GE(foralls, 1);
-        EXPECT_LE(foralls, keys ? 2 : 1) << ir;
+        const size_t foralls = testing::count_of(ir, "scf.forall");
+        EXPECT_GE(foralls, 1u);
+        EXPECT_LE(foralls, keys ? 2u : 1u) << ir;
         int64_t largest = 0;
         for (auto it = std::sregex_iterator(ir.begin(), ir.end(), alloc); it != std::sregex_iterator(); ++it) {
           int64_t elems = 1;
