@@ -101,6 +101,36 @@ inline size_t count_of(const std::string& text, const std::string& needle) {
   return n;
 }
 
+// The bodies of the single-block loops of an x86 assembly dump (the "asm"
+// stage): from a label `.LBB..:` to a jump back to it, no other label
+// between. The hot loops of a kernel, without the code that runs once per
+// tile around them.
+inline std::vector<std::string> innermost_asm_loops(const std::string& asm_text) {
+  std::vector<std::string> loops;
+  std::string label, body;
+  size_t at = 0;
+  while (at < asm_text.size()) {
+    size_t end = asm_text.find('\n', at);
+    if (end == std::string::npos) end = asm_text.size();
+    const std::string line = asm_text.substr(at, end - at);
+    at = end + 1;
+    if (line.rfind(".LBB", 0) == 0 && line.find(':') != std::string::npos) {
+      label = line.substr(0, line.find(':'));
+      body.clear();
+      continue;
+    }
+    if (label.empty()) continue;
+    body += line + "\n";
+    const size_t j = line.find("\tj");
+    if (j != std::string::npos && line.size() >= label.size() &&
+        line.compare(line.size() - label.size(), label.size(), label) == 0) {
+      loops.push_back(body);
+      label.clear();
+    }
+  }
+  return loops;
+}
+
 // Stage dumps a compile wrote under DiagnosticOptions::dump_dir `dir`
 // (<dir>/<backend>/<name>_<key>/NN-<stage>.<ext>): the text of the one named
 // `stage_file` ("schedule.mlir", "llvm-ir.ll"), or "" if absent.
