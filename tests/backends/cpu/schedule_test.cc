@@ -942,46 +942,53 @@ TEST(Schedule, PackedTilesStartTheFirstKBlockFromZeros) {
 // Dot-product tiles (the decode mat-vec): each step's read of a block of
 // weight rows prefetches the same columns of the next rows, clamped to the
 // last row (the [1, K] activation is not prefetched); f32 and bf16 weights,
-// tiles of 4 and 2 rows (N = 2048, 2050), 1 and 2 threads, against a double
-// loop over the weights' exact values.
+// N = 2048 and 2050, 1 and 2 threads, the AVX-512 and AVX2 tilings, against
+// a double loop over the weights' exact values. These rows are short enough
+// to be read one per tile (kShortRowBytes), except f32 on AVX2 (3 KiB rows,
+// over its 1.5 KiB): 8 per tile (2 where 8 do not divide N) and without the
+// prefetches (dot_tiles: faster on Zen 3).
 TEST(Schedule, DotProductTilesPrefetchTheNextWeightRows) {
   const int64_t K = 768;
-  for (DType d : {DType::kF32, DType::kBF16})
-    for (int64_t N : {2048, 2050})
-      for (int threads : {1, 2}) {
-        const std::string what = std::string(dtype_name(d)) + " N=" + std::to_string(N) + " t" + std::to_string(threads);
-        std::vector<float> x = testing::random_vec<float>(size_t(K), -1, 1, 71);
-        std::vector<float> wf = testing::random_vec<float>(size_t(N * K), -1, 1, 72);
-        std::vector<uint16_t> wb(wf.size());
-        if (d == DType::kBF16)
-          for (size_t i = 0; i < wf.size(); ++i) wf[i] = bf16_to_float(wb[i] = float_to_bf16(wf[i]));
-        fs::path dir = fs::temp_directory_path() / ("radix-dotpf-" + std::to_string(::getpid()));
-        fs::remove_all(dir);
-        CompileFnOptions o;
-        o.compile.codegen.cpu.bf16_kernels = false;  // the f32 schedules' bf16 handling (the AVX-512 BF16 kernels: bf16_kernels_test)
-        o.compile.codegen.cpu.threads = threads;
-        o.compile.diagnostics.dump = {"bufferize"};
-        o.compile.diagnostics.dump_dir = dir.string();
-        const Shape xs(DType::kF32, {1, K}), ws(d, {N, K});
-        auto exe = must(compile_fn(
-            cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
-        const std::string ir = slurp_stage(dir, "bufferize.mlir");
-        fs::remove_all(dir);
-        // The weights are the second argument; the prefetch reads them into L2.
-        EXPECT_NE(ir.find("memref.prefetch %arg1["), std::string::npos) << what << "\n" << ir;
-        EXPECT_NE(ir.find("read, locality<2>, data"), std::string::npos) << what;
-        // The activation row (the first argument, [1, K]) has no next rows.
-        EXPECT_EQ(ir.find("memref.prefetch %arg0["), std::string::npos) << what << "\n" << ir;
-        Buffer wbuf = d == DType::kBF16 ? must(cpu().buffer(ws, wb)) : must(cpu().buffer(ws, wf));
-        std::vector<float> got = must(must(exe.call(must(cpu().buffer(xs, x)), std::move(wbuf))).to_host<float>());
-        ASSERT_EQ(got.size(), size_t(N));
-        for (int64_t j = 0; j < N; ++j) {
-          double acc = 0;
-          for (int64_t k = 0; k < K; ++k) acc += double(x[size_t(k)]) * wf[size_t(j * K + k)];
-          // 768 f32 products of magnitude <= 1, summed in f32 partial sums.
-          ASSERT_NEAR(got[size_t(j)], acc, 1e-4) << what << " row " << j;
+  for (const IsaCase& c : kIsas) {
+    if (c.isa.f32_lanes < 8) continue;
+    for (DType d : {DType::kF32, DType::kBF16})
+      for (int64_t N : {2048, 2050})
+        for (int threads : {1, 2}) {
+          const std::string what =
+              std::string(c.name) + " " + std::string(dtype_name(d)) + " N=" + std::to_string(N) + " t" + std::to_string(threads);
+          std::vector<float> x = testing::random_vec<float>(size_t(K), -1, 1, 71);
+          std::vector<float> wf = testing::random_vec<float>(size_t(N * K), -1, 1, 72);
+          std::vector<uint16_t> wb(wf.size());
+          if (d == DType::kBF16)
+            for (size_t i = 0; i < wf.size(); ++i) wf[i] = bf16_to_float(wb[i] = float_to_bf16(wf[i]));
+          fs::path dir = fs::temp_directory_path() / ("radix-dotpf-" + std::to_string(::getpid()));
+          CompileFnOptions o = testing::isa_options(c, threads, {"bufferize"}, dir);
+          o.compile.codegen.cpu.bf16_kernels = false;  // the f32 schedules' bf16 handling (the AVX-512 BF16 kernels: bf16_kernels_test)
+          const Shape xs(DType::kF32, {1, K}), ws(d, {N, K});
+          auto exe = must(compile_fn(
+              cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
+          const std::string ir = slurp_stage(dir, "bufferize.mlir");
+          fs::remove_all(dir);
+          const bool avx2_f32 = c.isa.registers == 16 && d == DType::kF32;
+          // The weights are the second argument; the prefetch reads them into L2.
+          EXPECT_EQ(ir.find("memref.prefetch %arg1[") != std::string::npos, !avx2_f32) << what << "\n" << ir;
+          if (!avx2_f32) EXPECT_NE(ir.find("read, locality<2>, data"), std::string::npos) << what;
+          // The activation row (the first argument, [1, K]) has no next rows.
+          EXPECT_EQ(ir.find("memref.prefetch %arg0["), std::string::npos) << what << "\n" << ir;
+          // Each step reads [rows, 8] of W: 8 rows, or 2 where 8 do not divide N.
+          if (avx2_f32)
+            EXPECT_NE(ir.find(N % 8 == 0 ? "vector<8x8xf32>" : "vector<2x8xf32>"), std::string::npos) << what << "\n" << ir;
+          Buffer wbuf = d == DType::kBF16 ? must(cpu().buffer(ws, wb)) : must(cpu().buffer(ws, wf));
+          std::vector<float> got = must(must(exe.call(must(cpu().buffer(xs, x)), std::move(wbuf))).to_host<float>());
+          ASSERT_EQ(got.size(), size_t(N));
+          for (int64_t j = 0; j < N; ++j) {
+            double acc = 0;
+            for (int64_t k = 0; k < K; ++k) acc += double(x[size_t(k)]) * wf[size_t(j * K + k)];
+            // 768 f32 products of magnitude <= 1, summed in f32 partial sums.
+            ASSERT_NEAR(got[size_t(j)], acc, 1e-4) << what << " row " << j;
+          }
         }
-      }
+  }
 }
 
 // A dot-product tile's partial sums ([tm, tn, v] lanes -> [tm, tn]) combine
@@ -1074,7 +1081,8 @@ TEST(Schedule, Bf16WeightPackingTransposesI16Lanes) {
 // one. Short: at most 1.5 KiB on 16-register ISAs (SSE, AVX2), 3 KiB on
 // AVX-512; longer rows take tiles of 4 rows, of 8 on AVX-512 where 8 divide
 // the rows (there 8 streams, each prefetching the next tile's row, kept up
-// with a plain read). Every variant against a double loop.
+// with a plain read), and of 8 too for AVX2's f32 rows, which prefetch
+// nothing (faster so on Zen 3). Every variant against a double loop.
 TEST(Schedule, ShortWeightRowsTakeOneRowPerTile) {
   struct Case {
     DType d;
@@ -1111,14 +1119,15 @@ TEST(Schedule, ShortWeightRowsTakeOneRowPerTile) {
       const int64_t row_bytes = c.K * (half ? 2 : 4);
       const bool one_row = row_bytes <= (isa.isa.registers <= 16 ? 1536 : 3072);
       // The weight reads: [v] of one row, or [tn, v] of tn rows.
-      const int64_t tn = isa.isa.registers >= 32 && c.N % 8 == 0 ? 8 : 4;
+      const bool avx2_f32 = isa.isa.f32_lanes == 8 && c.d == DType::kF32 && !one_row;
+      const int64_t tn = (isa.isa.registers >= 32 || avx2_f32) && c.N % 8 == 0 ? 8 : 4;
       const int64_t line = half ? 32 : 16;  // elements per 64-byte line
       const std::string read = one_row ? "vector<" + std::to_string(std::clamp(line, 2 * lanes, 4 * lanes)) + "x" + et + ">"
                                        : "vector<" + std::to_string(tn) + "x" + std::to_string(lanes) + "x" + et + ">";
       EXPECT_NE(ir.find("%arg1[%"), std::string::npos) << what;
       EXPECT_NE(ir.find(read), std::string::npos) << what << ": wanted " << read << "\n" << ir;
-      // Either way the next weight rows are prefetched.
-      EXPECT_NE(ir.find("memref.prefetch %arg1["), std::string::npos) << what;
+      // Either way the next weight rows are prefetched, except by AVX2's f32 row tiles.
+      EXPECT_EQ(ir.find("memref.prefetch %arg1[") != std::string::npos, !avx2_f32) << what;
       Buffer wbuf = half ? must(cpu().buffer(ws, wb)) : must(cpu().buffer(ws, wf));
       std::vector<float> got = must(must(exe.call(must(cpu().buffer(xs, x)), std::move(wbuf))).to_host<float>());
       ASSERT_EQ(got.size(), size_t(c.N));

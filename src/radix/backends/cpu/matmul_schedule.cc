@@ -345,6 +345,20 @@ constexpr int64_t kDotRows = 4;  // weight rows per register tile (tn)
 // measured on Zen 5, one core, [1,4096]·W[4096,4096]ᵀ in C with the same
 // loads and prefetches, fractions of a plain read of W in the same process:
 // 4 rows 0.87-0.91, 8 rows 0.93-1.01 (16 rows 0.6, 2 rows 0.7).
+// AVX2 reads longer f32 rows 8 per tile too (8 accumulators, one vector per
+// row and step), without the next-tile prefetches: on Zen 3 they slowed
+// these tiles (two prefetches per line and row, as many as the FMAs). Measured
+// on a Zen 3 core (2026-12-06), the generated code alternated in one
+// process against cblas_sgemv: [1,4096]·W[4096,4096]ᵀ 1.21-1.24x (one and two
+// threads; 1.02-1.04 -> 1.24-1.27x sgemv), [1,2048]·W[1024,2048]ᵀ in the LLC
+// 1.27x, [1,768]·W[2048,768]ᵀ over 32 copies 1.11x and in the LLC 0.99x;
+// stories110M f32 decode 1.07-1.13x on one core, 0.97-1.08x on two; 15M
+// 1.00-1.02x. 8 rows with the prefetches ran in the LLC at 0.69-0.86x, 4
+// rows without them over the 32 copies at 0.99x. bf16 rows keep 4 and the
+// prefetches (stories110M bf16 0.96-0.98x on two cores with this form). One
+// row per tile for stories110M's 3 KiB f32 rows, faster in code for Zen 3
+// run on Zen 5, measured 0.84-0.92x on Zen 3 itself, and 4 rows of 16
+// floats per step (one prefetch per line) 0.91-0.94x.
 constexpr int64_t kDotRowsWide = 8;
 constexpr int64_t kShortRowBytes = 1536;
 constexpr int64_t kShortRowBytesWide = 3072;  // 32-register ISAs (AVX-512)
@@ -359,6 +373,7 @@ std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& is
   int64_t v = largest_divisor(K, {lanes, lanes / 2, 4});
   if (K % v != 0 || v < 4) return std::nullopt;
   int64_t tn = largest_divisor(N, {kDotRows, 2, 1});
+  NextTilePrefetch prefetch = NextTilePrefetch::kOn;
   auto weights = llvm::cast<mlir::ShapedType>(op.getDpsInputOperand(1)->get().getType());
   const int64_t row_bytes = K * static_cast<int64_t>(weights.getElementTypeBitWidth()) / 8;
   if (M == 1 && row_bytes <= (isa.registers <= 16 ? kShortRowBytes : kShortRowBytesWide)) {
@@ -367,6 +382,9 @@ std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& is
     v = largest_divisor(K, {std::clamp(line, 2 * lanes, 4 * lanes), 2 * lanes, lanes, lanes / 2, 4});
   } else if (M == 1 && isa.registers >= 32) {
     tn = largest_divisor(N, {kDotRowsWide, kDotRows, 2, 1});
+  } else if (M == 1 && isa.f32_lanes == 8 && weights.getElementType().isF32()) {
+    tn = largest_divisor(N, {kDotRowsWide, kDotRows, 2, 1});
+    prefetch = NextTilePrefetch::kOff;
   }
   const int64_t max_acc = isa.registers / 2;  // the rest hold the loaded rows
   int64_t tm = 1;
@@ -375,11 +393,11 @@ std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& is
       tm = c;
       break;
     }
-  return DotTiles{tm, tn, v};
+  return DotTiles{tm, tn, v, prefetch};
 }
 
 void emit_dot_reduction(std::ostringstream& body, const std::string& in, const std::string& id,
-                        const std::vector<int64_t>& split) {
+                        const std::vector<int64_t>& split, NextTilePrefetch prefetch) {
   body << "    %" << id << "pf, %" << id << "ps, %" << id << "pc, %" << id
        << "pl = transform.structured.tile_reduction_using_for %" << in << " by tile_sizes = " << tile_list(split)
        << " : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n"
@@ -388,16 +406,17 @@ void emit_dot_reduction(std::ostringstream& body, const std::string& in, const s
        << "    transform.structured.vectorize %" << id << "pc : !transform.any_op\n"
        // The split op vectorizes to mulf + addf: fused into FMAs after the
        // script (fuse_marked_multiply_adds), only in this loop.
-       << "    transform.annotate %" << id << "pl \"" << kFmaMark << "\" : !transform.any_op\n"
-       // Its weight reads prefetch the next rows (radix-prefetch-next-tile).
-       << "    transform.annotate %" << id << "pl \"" << kStreamLoopMark << "\" : !transform.any_op\n";
+       << "    transform.annotate %" << id << "pl \"" << kFmaMark << "\" : !transform.any_op\n";
+  // Its weight reads prefetch the next rows (radix-prefetch-next-tile).
+  if (prefetch == NextTilePrefetch::kOn)
+    body << "    transform.annotate %" << id << "pl \"" << kStreamLoopMark << "\" : !transform.any_op\n";
 }
 
 static bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,
                        const VectorIsa& isa, int threads, const std::function<void()>& match, ScheduleSummary& sum) {
   const std::optional<DotTiles> dt = dot_tiles(op, isa);
   if (!dt) return false;
-  const auto [tm, tn, v] = *dt;
+  const auto [tm, tn, v, prefetch] = *dt;
   const size_t n = op.getNumLoops(), o = n - 3;
   match();
   std::vector<int64_t> granules(n, 1);
@@ -413,7 +432,7 @@ static bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp o
   emit_tile(body, cur, id + "r", tiles);
   std::vector<int64_t> split(n, 0);
   split.back() = v;
-  emit_dot_reduction(body, id + "r", id, split);
+  emit_dot_reduction(body, id + "r", id, split, prefetch);
   // Batched with a few rows per batch (decode attention's q·kᵀ, one head
   // per batch): each key row read once, so the next head's keys are fetched
   // too. (Prompts read each key row again for every tile of queries.)

@@ -101,11 +101,16 @@ std::optional<std::pair<int64_t, int64_t>> register_tile(int64_t M, int64_t N, c
 // outside the register tiles).
 bool uses_small_blocks(int64_t M, int64_t N, int64_t K, int64_t tm, int64_t tn);
 
+// Whether a dot-product tile's reduction loop also prefetches the next
+// tile's weight rows (radix-prefetch-next-tile).
+enum class NextTilePrefetch { kOn, kOff };
+
 // Dot-product tiles of a contraction with B read as [n, k]: tm x tn outputs
 // (rows x weight rows), K in steps of v lanes. None for other element types
 // or a K with no vector-wide divisor.
 struct DotTiles {
   int64_t tm, tn, v;
+  NextTilePrefetch prefetch = NextTilePrefetch::kOn;
 };
 std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& isa);
 
@@ -113,7 +118,7 @@ std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& is
 // sums in vectors), vectorized; the split's multiply-adds fused into FMAs.
 // `split`: the reduction loops' step (0 for the parallel loops).
 void emit_dot_reduction(std::ostringstream& body, const std::string& in, const std::string& id,
-                        const std::vector<int64_t>& split);
+                        const std::vector<int64_t>& split, NextTilePrefetch prefetch = NextTilePrefetch::kOn);
 
 // A quantized contraction with f32 activations (trace/ops_quant.cc), by its
 // mark or its structure (f32 times widened i8, reductions trailing).

@@ -4,7 +4,8 @@
 // [tn, v] block of a weight matrix (a [v] run when tn = 1: short rows on
 // AVX2) also prefetches the same columns of the next tn rows into L2. With
 // one row per tile it measured faster too (Zen 3, stories110M bf16 decode,
-// one core: 43-52 -> 56-64 tok/s).
+// one core: 43-52 -> 56-64 tok/s). The schedule leaves AVX2's 8-row tiles
+// of long f32 rows unmarked: there the prefetches slowed them (dot_tiles).
 //
 // Why: such a tile reads tn short row streams at once (1.5 KiB rows for the
 // stories110M shape in bf16), so the hardware prefetchers keep restarting

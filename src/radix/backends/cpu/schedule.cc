@@ -258,6 +258,7 @@ struct FusedMatmul {
   mlir::linalg::LinalgOp mm;
   mlir::linalg::FillOp fill;  // its zero init, when only it uses it
   int64_t v = 0;              // > 0: dot-product tiles, K split by v; 0: register tiles
+  NextTilePrefetch prefetch = NextTilePrefetch::kOn;  // of dot-product tiles
 };
 struct ConsumerFusion {
   mlir::linalg::LinalgOp consumer;
@@ -290,7 +291,7 @@ std::optional<ConsumerFusion> consumer_fusion(mlir::linalg::LinalgOp op, const V
   if (b_transposed(op)) {
     const std::optional<DotTiles> dt = dot_tiles(op, isa);
     if (!dt) return std::nullopt;
-    f.tm = dt->tm, f.tn = dt->tn, m.v = dt->v;
+    f.tm = dt->tm, f.tn = dt->tn, m.v = dt->v, m.prefetch = dt->prefetch;
   } else {
     auto tile = register_tile(M, N, isa);
     if (!tile || uses_small_blocks(M, N, K, tile->first, tile->second)) return std::nullopt;
@@ -332,7 +333,7 @@ void emit_consumer_fused_matmuls(std::ostringstream& body, const ConsumerFusion&
            << "    transform.structured.vectorize %" << fills[i] << "u : !transform.any_op\n";
     }
     if (f.matmuls[i].v > 0) {
-      emit_dot_reduction(body, fused, mm, {0, 0, f.matmuls[i].v});
+      emit_dot_reduction(body, fused, mm, {0, 0, f.matmuls[i].v}, f.matmuls[i].prefetch);
     } else {
       emit_tile(body, fused, mm + "s", {0, 0, 1});
       body << "    transform.structured.vectorize %" << mm << "s {create_named_contraction} : !transform.any_op\n";
