@@ -331,7 +331,8 @@ constexpr int64_t kDotRows = 4;  // weight rows per register tile (tn)
 // core: stories15M f32 124-135 / 143-167, bf16 168-217 / 248-306, and
 // stories110M bf16 (1.5 KiB rows) 34-39 / 38-43; two threads 15M f32
 // 185-253 / 225-287, bf16 304-416 / 403-452, 110M bf16 55-60 / 70-73. Longer
-// f32 rows keep 4 (110M f32, 3 KiB rows: 28-29 / 24-25 tok/s). AVX-512 (32
+// f32 rows are not read one per tile (110M f32, 3 KiB rows: 28-29 / 24-25
+// tok/s; they take 8 per tile, below). AVX-512 (32
 // registers) reads rows up to 3 KiB one per tile (two vectors per step):
 // measured on Zen 5 (a shared core at about half speed), `radix bench
 // --filter "f32 decode"` alternated twice, 4 rows / 1 row per tile against
@@ -350,10 +351,10 @@ constexpr int64_t kDotRows = 4;  // weight rows per register tile (tn)
 // these tiles (two prefetches per line and row, as many as the FMAs). Measured
 // on a Zen 3 core (2026-12-06), the generated code alternated in one
 // process against cblas_sgemv: [1,4096]·W[4096,4096]ᵀ 1.21-1.24x (one and two
-// threads; 1.02-1.04 -> 1.24-1.27x sgemv), [1,2048]·W[1024,2048]ᵀ in the LLC
+// threads; one thread 1.02-1.04 -> 1.24-1.29x sgemv), [1,2048]·W[1024,2048]ᵀ in the LLC
 // 1.27x, [1,768]·W[2048,768]ᵀ over 32 copies 1.11x and in the LLC 0.99x;
 // stories110M f32 decode 1.07-1.13x on one core, 0.97-1.08x on two; 15M
-// 1.00-1.02x. 8 rows with the prefetches ran in the LLC at 0.69-0.86x, 4
+// 1.00-1.02x. 8 rows with the prefetches ran in the LLC at 0.60-0.86x, 4
 // rows without them over the 32 copies at 0.99x. bf16 rows keep 4 and the
 // prefetches (stories110M bf16 0.96-0.98x on two cores with this form). One
 // row per tile for stories110M's 3 KiB f32 rows, faster in code for Zen 3
