@@ -1082,7 +1082,8 @@ TEST(Schedule, Bf16WeightPackingTransposesI16Lanes) {
 // AVX-512; longer rows take tiles of 4 rows, of 8 on AVX-512 where 8 divide
 // the rows (there 8 streams, each prefetching the next tile's row, kept up
 // with a plain read), and of 8 too for AVX2's f32 rows, which prefetch
-// nothing (faster so on Zen 3). Every variant against a double loop.
+// nothing (faster so on Zen 3); AVX2's short f32 rows prefetch only on
+// several threads. Every variant against a double loop, on 1 and 2 threads.
 TEST(Schedule, ShortWeightRowsTakeOneRowPerTile) {
   struct Case {
     DType d;
@@ -1096,48 +1097,52 @@ TEST(Schedule, ShortWeightRowsTakeOneRowPerTile) {
                         {DType::kF32, 1024, 132},    // 4 KiB, 33 tiles of 4 rows
                         {DType::kBF16, 2048, 40}};   // 4 KiB
   for (const Case& c : cases)
-    for (const IsaCase& isa : kIsas) {
-      const std::string what = std::string(dtype_name(c.d)) + " K=" + std::to_string(c.K) + " " + isa.name;
-      std::vector<float> x = testing::random_vec<float>(size_t(c.K), -1, 1, 81);
-      std::vector<float> wf = testing::random_vec<float>(size_t(c.N * c.K), -1, 1, 82);
-      std::vector<uint16_t> wb(wf.size());
-      const bool half = c.d == DType::kBF16 || c.d == DType::kF16;
-      if (c.d == DType::kBF16)
-        for (size_t i = 0; i < wf.size(); ++i) wf[i] = bf16_to_float(wb[i] = float_to_bf16(wf[i]));
-      if (c.d == DType::kF16)
-        for (size_t i = 0; i < wf.size(); ++i) wf[i] = f16_to_float(wb[i] = float_to_f16(wf[i]));
-      fs::path dir = fs::temp_directory_path() / ("radix-shortrows-" + std::to_string(::getpid()));
-      CompileFnOptions o = testing::isa_options(isa, 0, {"bufferize"}, dir);
-      o.compile.codegen.cpu.bf16_kernels = false;  // the f32 schedules' bf16 handling (the AVX-512 BF16 kernels: bf16_kernels_test)
-      const Shape xs(DType::kF32, {1, c.K}), ws(c.d, {c.N, c.K});
-      auto exe = must(compile_fn(
-          cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
-      const std::string ir = slurp_stage(dir, "bufferize.mlir");
-      fs::remove_all(dir);
-      const std::string et(dtype_name(c.d));
-      const int64_t lanes = isa.isa.f32_lanes;
-      const int64_t row_bytes = c.K * (half ? 2 : 4);
-      const bool one_row = row_bytes <= (isa.isa.registers <= 16 ? 1536 : 3072);
-      // The weight reads: [v] of one row, or [tn, v] of tn rows.
-      const bool avx2_f32 = isa.isa.f32_lanes == 8 && c.d == DType::kF32 && !one_row;
-      const int64_t tn = (isa.isa.registers >= 32 || avx2_f32) && c.N % 8 == 0 ? 8 : 4;
-      const int64_t line = half ? 32 : 16;  // elements per 64-byte line
-      const std::string read = one_row ? "vector<" + std::to_string(std::clamp(line, 2 * lanes, 4 * lanes)) + "x" + et + ">"
-                                       : "vector<" + std::to_string(tn) + "x" + std::to_string(lanes) + "x" + et + ">";
-      EXPECT_NE(ir.find("%arg1[%"), std::string::npos) << what;
-      EXPECT_NE(ir.find(read), std::string::npos) << what << ": wanted " << read << "\n" << ir;
-      // Either way the next weight rows are prefetched, except by AVX2's f32 row tiles.
-      EXPECT_EQ(ir.find("memref.prefetch %arg1[") != std::string::npos, !avx2_f32) << what;
-      Buffer wbuf = half ? must(cpu().buffer(ws, wb)) : must(cpu().buffer(ws, wf));
-      std::vector<float> got = must(must(exe.call(must(cpu().buffer(xs, x)), std::move(wbuf))).to_host<float>());
-      ASSERT_EQ(got.size(), size_t(c.N));
-      for (int64_t j = 0; j < c.N; ++j) {
-        double acc = 0;
-        for (int64_t k = 0; k < c.K; ++k) acc += double(x[size_t(k)]) * wf[size_t(j * c.K + k)];
-        // At most 2048 f32 products of magnitude <= 1, summed in f32 partial sums.
-        ASSERT_NEAR(got[size_t(j)], acc, 1e-4) << what << " row " << j;
+    for (const IsaCase& isa : kIsas)
+      for (int threads : {1, 2}) {
+        const std::string what = std::string(dtype_name(c.d)) + " K=" + std::to_string(c.K) + " " + isa.name + " t" +
+                                 std::to_string(threads);
+        std::vector<float> x = testing::random_vec<float>(size_t(c.K), -1, 1, 81);
+        std::vector<float> wf = testing::random_vec<float>(size_t(c.N * c.K), -1, 1, 82);
+        std::vector<uint16_t> wb(wf.size());
+        const bool half = c.d == DType::kBF16 || c.d == DType::kF16;
+        if (c.d == DType::kBF16)
+          for (size_t i = 0; i < wf.size(); ++i) wf[i] = bf16_to_float(wb[i] = float_to_bf16(wf[i]));
+        if (c.d == DType::kF16)
+          for (size_t i = 0; i < wf.size(); ++i) wf[i] = f16_to_float(wb[i] = float_to_f16(wf[i]));
+        fs::path dir = fs::temp_directory_path() / ("radix-shortrows-" + std::to_string(::getpid()));
+        CompileFnOptions o = testing::isa_options(isa, threads, {"bufferize"}, dir);
+        o.compile.codegen.cpu.bf16_kernels = false;  // the f32 schedules' bf16 handling (the AVX-512 BF16 kernels: bf16_kernels_test)
+        const Shape xs(DType::kF32, {1, c.K}), ws(c.d, {c.N, c.K});
+        auto exe = must(compile_fn(
+            cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
+        const std::string ir = slurp_stage(dir, "bufferize.mlir");
+        fs::remove_all(dir);
+        const std::string et(dtype_name(c.d));
+        const int64_t lanes = isa.isa.f32_lanes;
+        const int64_t row_bytes = c.K * (half ? 2 : 4);
+        const bool one_row = row_bytes <= (isa.isa.registers <= 16 ? 1536 : 3072);
+        // The weight reads: [v] of one row, or [tn, v] of tn rows.
+        const bool avx2_f32 = isa.isa.f32_lanes == 8 && c.d == DType::kF32 && !one_row;
+        const int64_t tn = (isa.isa.registers >= 32 || avx2_f32) && c.N % 8 == 0 ? 8 : 4;
+        const int64_t line = half ? 32 : 16;  // elements per 64-byte line
+        const std::string read = one_row ? "vector<" + std::to_string(std::clamp(line, 2 * lanes, 4 * lanes)) + "x" + et + ">"
+                                         : "vector<" + std::to_string(tn) + "x" + std::to_string(lanes) + "x" + et + ">";
+        EXPECT_NE(ir.find("%arg1[%"), std::string::npos) << what;
+        EXPECT_NE(ir.find(read), std::string::npos) << what << ": wanted " << read << "\n" << ir;
+        // Either way the next weight rows are prefetched, except by AVX2's f32
+        // row tiles and, on one thread, its single f32 rows.
+        const bool avx2_f32_one_row = isa.isa.f32_lanes == 8 && c.d == DType::kF32 && one_row && threads == 1;
+        EXPECT_EQ(ir.find("memref.prefetch %arg1[") != std::string::npos, !avx2_f32 && !avx2_f32_one_row) << what;
+        Buffer wbuf = half ? must(cpu().buffer(ws, wb)) : must(cpu().buffer(ws, wf));
+        std::vector<float> got = must(must(exe.call(must(cpu().buffer(xs, x)), std::move(wbuf))).to_host<float>());
+        ASSERT_EQ(got.size(), size_t(c.N));
+        for (int64_t j = 0; j < c.N; ++j) {
+          double acc = 0;
+          for (int64_t k = 0; k < c.K; ++k) acc += double(x[size_t(k)]) * wf[size_t(j * c.K + k)];
+          // At most 2048 f32 products of magnitude <= 1, summed in f32 partial sums.
+          ASSERT_NEAR(got[size_t(j)], acc, 1e-4) << what << " row " << j;
+        }
       }
-    }
 }
 
 // Decode attention's probabilities times V, p[h, m, t] · v[h, t, d] with a

@@ -360,11 +360,17 @@ constexpr int64_t kDotRows = 4;  // weight rows per register tile (tn)
 // row per tile for stories110M's 3 KiB f32 rows, faster in code for Zen 3
 // run on Zen 5, measured 0.84-0.92x on Zen 3 itself, and 4 rows of 16
 // floats per step (one prefetch per line) 0.91-0.94x.
+// AVX2's short f32 rows (one per tile) prefetch the next rows only when the
+// executable runs on several threads. Measured on a Zen 3 core (2026-12-06, 08:10 UTC),
+// stories15M f32 decode alternated in one process, medians of 10-20 rounds:
+// one thread without / with them 1.05-1.11x (300 / 287, 320 / 289 tok/s);
+// two threads 0.89-0.99x (05:18-08:18 UTC session). bf16's short rows (576 bytes)
+// keep them on one thread: 0.89x without.
 constexpr int64_t kDotRowsWide = 8;
 constexpr int64_t kShortRowBytes = 1536;
 constexpr int64_t kShortRowBytesWide = 3072;  // 32-register ISAs (AVX-512)
 
-std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& isa) {
+std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& isa, int threads) {
   mlir::Type et = llvm::cast<mlir::ShapedType>(op->getResult(0).getType()).getElementType();
   if (!llvm::isa<mlir::Float32Type, mlir::Float64Type>(et) || touches_bool(op)) return std::nullopt;
   llvm::SmallVector<int64_t> r = op.getStaticLoopRanges();
@@ -379,6 +385,9 @@ std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& is
   const int64_t row_bytes = K * static_cast<int64_t>(weights.getElementTypeBitWidth()) / 8;
   if (M == 1 && row_bytes <= (isa.registers <= 16 ? kShortRowBytes : kShortRowBytesWide)) {
     tn = 1;
+    // AVX2's short f32 rows on one thread skip the next-row prefetches (faster
+    // on one Zen 3 core, slower on two; bf16 rows slower without them).
+    if (isa.f32_lanes == 8 && weights.getElementType().isF32() && threads == 1) prefetch = NextTilePrefetch::kOff;
     const int64_t line = 64 * 8 / static_cast<int64_t>(weights.getElementTypeBitWidth());
     v = largest_divisor(K, {std::clamp(line, 2 * lanes, 4 * lanes), 2 * lanes, lanes, lanes / 2, 4});
   } else if (M == 1 && isa.registers >= 32) {
@@ -415,7 +424,7 @@ void emit_dot_reduction(std::ostringstream& body, const std::string& in, const s
 
 static bool emit_dot_products(std::ostringstream& body, mlir::linalg::LinalgOp op, const std::string& id,
                        const VectorIsa& isa, int threads, const std::function<void()>& match, ScheduleSummary& sum) {
-  const std::optional<DotTiles> dt = dot_tiles(op, isa);
+  const std::optional<DotTiles> dt = dot_tiles(op, isa, threads);
   if (!dt) return false;
   const auto [tm, tn, v, prefetch] = *dt;
   const size_t n = op.getNumLoops(), o = n - 3;

@@ -107,12 +107,13 @@ enum class NextTilePrefetch { kOn, kOff };
 
 // Dot-product tiles of a contraction with B read as [n, k]: tm x tn outputs
 // (rows x weight rows), K in steps of v lanes. None for other element types
-// or a K with no vector-wide divisor.
+// or a K with no vector-wide divisor. `threads`: the executable's thread
+// count (resolved), which picks the prefetches of AVX2's short f32 rows.
 struct DotTiles {
   int64_t tm, tn, v;
   NextTilePrefetch prefetch = NextTilePrefetch::kOn;
 };
-std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& isa);
+std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& isa, int threads);
 
 // The K split of a dot-product tile `in` (tile_reduction_using_for: partial
 // sums in vectors), vectorized; the split's multiply-adds fused into FMAs.

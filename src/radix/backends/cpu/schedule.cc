@@ -267,7 +267,7 @@ struct ConsumerFusion {
 };
 
 // `op` as a matmul an elementwise consumer can take over, or none.
-std::optional<ConsumerFusion> consumer_fusion(mlir::linalg::LinalgOp op, const VectorIsa& isa) {
+std::optional<ConsumerFusion> consumer_fusion(mlir::linalg::LinalgOp op, const VectorIsa& isa, int threads) {
   auto mm = plain_matmul(op.getOperation());
   if (!mm || use_packed_schedule(mm, isa) || !mm->getResult(0).hasOneUse()) return std::nullopt;
   if (!llvm::isa<mlir::func::FuncOp>(op->getParentOp())) return std::nullopt;  // (a loop around it would be taken for the tiles')
@@ -289,7 +289,7 @@ std::optional<ConsumerFusion> consumer_fusion(mlir::linalg::LinalgOp op, const V
   FusedMatmul m;
   m.mm = op;
   if (b_transposed(op)) {
-    const std::optional<DotTiles> dt = dot_tiles(op, isa);
+    const std::optional<DotTiles> dt = dot_tiles(op, isa, threads);
     if (!dt) return std::nullopt;
     f.tm = dt->tm, f.tn = dt->tn, m.v = dt->v, m.prefetch = dt->prefetch;
   } else {
@@ -750,7 +750,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
     llvm::DenseSet<mlir::Operation*> fused_away;
     fn.walk([&](mlir::linalg::MatmulOp mm) {
       if (bf16_kernel_plan(mm, threads, int8)) return;  // the radix-bf16-dot-kernels pass's
-      std::optional<ConsumerFusion> f = consumer_fusion(mm, isa);
+      std::optional<ConsumerFusion> f = consumer_fusion(mm, isa, threads);
       if (!f) return;
       mlir::Operation* e = f->consumer.getOperation();
       if (in_group.contains(e) || group_of_root.count(e)) return;
