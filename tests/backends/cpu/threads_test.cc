@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <regex>
 #include <thread>
 
 #include "radix/backends/cpu/cpu_threads.h"
@@ -112,6 +113,20 @@ TEST(Threads, PackedMatmulIsThreadCountIndependent) {
 TEST(Threads, SplitPackedMatmulIsThreadCountIndependent) { check_matmul_threads("split packed matmul", 200, 256, 384); }
 
 TEST(Threads, RegisterTiledMatmulIsThreadCountIndependent) { check_matmul_threads("matmul", 96, 80, 72); }
+
+// 129^3: 126 rows of 6-row tiles (21 tiles: 3 or 7 chunks, a thread idle in
+// the last round on 2 threads) and 128 columns of 16 (2 chunks). Two threads
+// take half the columns each; the rows stay whole. The same bits as one
+// thread (and three), against a double loop.
+TEST(Threads, OddMatmulSplitsTheLoopThatDividesEvenly) {
+  check_matmul_threads("matmul 129^3", 129, 129, 129);
+  Compiled two = run_on(2, [](Tensor x, Tensor y) { return matmul(x, y); },
+                        {Shape(DType::kF32, {129, 129}), Shape(DType::kF32, {129, 129})});
+  const std::regex rows_split(R"(tile_using_forall %\w+ tile_sizes \[[1-9]\d*, 0, 0\])");
+  const std::regex cols_in_two(R"(tile_using_forall %\w+ tile_sizes \[0, 64, 0\])");
+  EXPECT_FALSE(std::regex_search(two.script, rows_split)) << two.script;
+  EXPECT_TRUE(std::regex_search(two.script, cols_in_two)) << two.script;
+}
 
 TEST(Threads, MatVecWithWeightsOutInIsThreadCountIndependent) {
   const int64_t N = 1024, K = 512;

@@ -74,13 +74,20 @@ std::string forall_if(std::ostringstream& os, const std::string& id, const std::
 
 int64_t min_dot_work(int64_t rows) { return rows <= kDotMaxStreamingRows ? kParallelMinDotWork : kParallelMinMatmulWork; }
 
+// The chunk of `range` for parallel_chunk's pass: 0 wants a multiple of
+// `threads` chunks, 1 takes any count.
+static int64_t chunk_in_pass(int64_t range, int threads, int64_t granule, int pass) {
+  for (int64_t c = threads; c <= range && c <= 64 * int64_t{threads}; ++c) {
+    if (pass == 0 && c % threads != 0) continue;
+    if (range % c == 0 && (range / c) % granule == 0) return range / c;
+  }
+  return 0;
+}
+
 int64_t parallel_chunk(int64_t range, int threads, int64_t granule) {
   if (threads <= 1 || range < threads) return 0;
   for (int pass = 0; pass < 2; ++pass)
-    for (int64_t c = threads; c <= range && c <= 64 * int64_t{threads}; ++c) {
-      if (pass == 0 && c % threads != 0) continue;
-      if (range % c == 0 && (range / c) % granule == 0) return range / c;
-    }
+    if (int64_t c = chunk_in_pass(range, threads, granule, pass)) return c;
   return 0;
 }
 
@@ -92,15 +99,19 @@ std::vector<int64_t> parallel_tiles(mlir::linalg::LinalgOp op, int threads, int6
   for (int64_t x : r) work *= x;
   if (work < min_work) return {};
   llvm::SmallVector<mlir::utils::IteratorType> iters = op.getIteratorTypesArray();
-  for (size_t d = 0; d < r.size(); ++d) {
-    if (iters[d] != mlir::utils::IteratorType::parallel) continue;
-    const int64_t chunk = parallel_chunk(r[d], threads, d < granules.size() ? granules[d] : 1);
-    if (chunk > 0) {
-      std::vector<int64_t> sizes(r.size(), 0);
-      sizes[d] = chunk;
-      return sizes;
+  // A later loop split into whole rounds of chunks before an earlier one
+  // that leaves threads idle in the last round (a 6-row-tiled matmul's 126
+  // rows, 3 chunks on 2 threads, against its 128 columns in 2).
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t d = 0; d < r.size(); ++d) {
+      if (iters[d] != mlir::utils::IteratorType::parallel || r[d] < threads) continue;
+      const int64_t chunk = chunk_in_pass(r[d], threads, d < granules.size() ? granules[d] : 1, pass);
+      if (chunk > 0) {
+        std::vector<int64_t> sizes(r.size(), 0);
+        sizes[d] = chunk;
+        return sizes;
+      }
     }
-  }
   return {};
 }
 

@@ -97,8 +97,9 @@ int64_t min_dot_work(int64_t rows);
 // 0 when single-threaded or no such split exists.
 int64_t parallel_chunk(int64_t range, int threads, int64_t granule);
 
-// Forall tile sizes for `op` splitting its first parallel loop that divides
-// (granules[d] per loop), or empty when the op stays single-threaded.
+// Forall tile sizes for `op` splitting one parallel loop (granules[d] per
+// loop): the first that divides into a multiple of `threads` chunks, else
+// the first that divides at all; empty when the op stays single-threaded.
 std::vector<int64_t> parallel_tiles(mlir::linalg::LinalgOp op, int threads, int64_t min_work,
                                     const std::vector<int64_t>& granules);
 
