@@ -226,6 +226,50 @@ TEST(PaddedMatmul, BatchedOddSizesSplitByThreadFirst) {
       }
 }
 
+// On one thread, q · kᵀ (traced as a transpose of k and a batch_matmul)
+// runs one batch at a time (batched_products_by_batch): a tensor-level loop
+// over the batch transposes one head's keys into a [1, d, t] buffer and
+// multiplies, so no buffer holds all of kᵀ. p · v (no transpose) and two
+// threads (the batch split over them first) keep their form. Tile-dividing
+// and odd sizes, every ISA, against the double loop.
+TEST(PaddedMatmul, TransposedKeysRunOneBatchAtATimeOnOneThread) {
+  struct Bmk { int64_t b, s, t, d; };
+  for (Bmk z : {Bmk{12, 128, 128, 64}, Bmk{3, 131, 129, 40}, Bmk{2, 37, 101, 24}})
+    for (bool keys : {true, false})
+      for (const IsaCase& c : kIsas)
+        for (int threads : {1, 2}) {
+          const Batched p{z.b, z.s, z.t, z.d, keys};
+          const int64_t inner = p.inner(), cols = p.cols();
+          SCOPED_TRACE(p.name() + " " + c.name + " threads " + std::to_string(threads));
+          const Shape as = p.a_shape(), bs = p.b_shape();
+          std::vector<float> a = testing::random_vec<float>(size_t(z.b * z.s * inner), -1, 1, 70);
+          std::vector<float> w = testing::random_vec<float>(size_t(z.b * cols * inner), -1, 1, 71);
+          const std::vector<float> want = p.reference(a, w);
+          fs::path dir = fs::temp_directory_path() / ("radix-bbatch-" + std::to_string(::getpid()) + "-" + c.name);
+          auto exe = must(compile_fn(cpu(), testing::isa_options(c, threads, {"schedule-script", "bufferize"}, dir),
+                                     [](Tensor x, Tensor y) { return dot(x, y, "c"); }, as, bs));
+          EXPECT_FALSE(exe.executable().stats().schedule_fell_back);
+          Buffer out = must(exe.call(must(cpu().buffer(as, a)), must(cpu().buffer(bs, w))));
+          EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 1e-5, 2e-6 * double(inner)));
+          const std::string script = testing::stage_dump(dir, "schedule-script.mlir");
+          const std::string ir = testing::stage_dump(dir, "bufferize.mlir");
+          fs::remove_all(dir);
+          const std::string summary = script.substr(0, script.find('\n'));
+          const bool by_batch = keys && threads == 1;
+          EXPECT_EQ(summary.find(", 1 one batch at a time") != std::string::npos, by_batch) << summary;
+          EXPECT_EQ(summary.find(", 0 one batch at a time") != std::string::npos, !by_batch) << summary;
+          if (!keys) continue;
+          // kᵀ's buffer: one head's [1, d, t] one batch at a time, else all of it.
+          const std::string head = "memref<1x" + std::to_string(inner) + "x" + std::to_string(cols) + "xf32>";
+          const std::string all = "memref<" + std::to_string(z.b) + "x" + std::to_string(inner) + "x" +
+                                  std::to_string(cols) + "xf32>";
+          if (by_batch) {
+            EXPECT_NE(ir.find(head), std::string::npos) << ir;
+            EXPECT_EQ(ir.find(all), std::string::npos) << ir;
+          }
+        }
+}
+
 // The 1-3 columns of B [K, N] past its whole vectors are dot products (a
 // row of A times a column of B, along K: tile_reduction_using_for in the
 // script, where every other part is register tiles), with K past whole

@@ -65,6 +65,11 @@ FittedProducts fit_matmuls_to_tiles(mlir::ModuleOp module, const VectorIsa& isa)
 // Returns how many it moved.
 inline constexpr const char* kThreadRegionMark = "radix.thread_region";
 int batched_products_by_thread(mlir::ModuleOp module, const VectorIsa& isa, int threads);
+// On one thread: each f32 batch_matmul whose B is a transpose (of [B, N,
+// K] to [B, K, N]) used only by it becomes a tensor-level scf.for over the
+// batch, the transpose and the product of one batch in each iteration.
+// Returns how many it rewrote.
+int batched_products_by_batch(mlir::ModuleOp module, int threads);
 // Whether `op` lies in such a forall: the schedule runs it on one thread.
 bool in_thread_region(mlir::Operation* op);
 

@@ -597,7 +597,8 @@ std::string ScheduleSummary::to_string() const {
          std::to_string(fused_rows) + " row-fused groups, " + std::to_string(fused_consumers) +
          " consumers fused into matmuls, " + std::to_string(swapped) + " operand-swapped, " +
          std::to_string(transposes) + " tiled transposes, " + std::to_string(padded) + " padded, " +
-         std::to_string(split) + " split, " + std::to_string(thread_regions) + " batched by thread";
+         std::to_string(split) + " split, " + std::to_string(thread_regions) + " batched by thread, " +
+         std::to_string(batch_loops) + " one batch at a time";
 }
 
 VectorIsa host_vector_isa() {
@@ -726,6 +727,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
   auto handle = [](int64_t id) { return "op" + std::to_string(id); };
   int8_outputs_without_fills(module, threads, int8);
   sum.thread_regions = batched_products_by_thread(module, isa, threads);
+  sum.batch_loops = batched_products_by_batch(module, threads);
   const FittedProducts fitted = fit_matmuls_to_tiles(module, isa);
   sum.padded = fitted.padded;
   sum.split = fitted.split;
