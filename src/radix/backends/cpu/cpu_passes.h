@@ -21,6 +21,11 @@ std::unique_ptr<mlir::Pass> create_math_approximation_pass();
 // offset such indices in MLIR 22) cannot scramble them.
 std::unique_ptr<mlir::Pass> create_materialize_reduction_indices_pass();
 
+// "radix-flat-fills": a fill of a contiguous buffer of rank >= 2 fills its
+// one-dimensional view (one memset, not a row-by-row loop nest that LLVM
+// unrolls into one huge block).
+std::unique_ptr<mlir::Pass> create_flat_fills_pass();
+
 // "radix-strided-copies-to-loops": memref.copy between non-contiguous
 // buffers becomes linalg.copy (loops) instead of a runtime-library call;
 // with {every-copy=true}, every copy (the CUDA backend: a kernel).

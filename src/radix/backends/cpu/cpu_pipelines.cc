@@ -56,7 +56,9 @@ const PipelineStage kStages[] = {
      // Before deallocation: stack buffers need none.
      "radix-stack-small-buffers,"
      "buffer-deallocation-pipeline,canonicalize,cse,radix-strided-copies-to-loops,radix-scalar-vector-transfers,"
-     "radix-half-transposes-as-integers,radix-accumulators-from-fill,radix-prefetch-next-row,radix-prefetch-next-tile,radix-prefetch-next-batch,radix-int8-dot-kernels,radix-bf16-dot-kernels,"
+     "radix-half-transposes-as-integers,radix-accumulators-from-fill,"
+     // After it: it finds C's fill among the views of the tiles it reads.
+     "radix-flat-fills,radix-prefetch-next-row,radix-prefetch-next-tile,radix-prefetch-next-batch,radix-int8-dot-kernels,radix-bf16-dot-kernels,"
      // Last: it drops the write prefetches of the outputs it streams.
      // @stream@: the byte threshold (CpuOptions::streaming_store_bytes).
      "radix-streaming-stores{min-bytes=@stream@}"},
@@ -96,6 +98,7 @@ void register_cpu_passes() {
     mlir::registerPass(create_math_approximation_pass);
     mlir::registerPass(create_materialize_reduction_indices_pass);
     mlir::registerPass(create_strided_copies_to_loops_pass);
+    mlir::registerPass(create_flat_fills_pass);
     mlir::registerPass(create_scalar_vector_transfers_pass);
     mlir::registerPass(create_stack_small_buffers_pass);
     mlir::registerPass(create_half_transposes_pass);
