@@ -284,17 +284,30 @@ mlir::Value pad_with_zeros(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v
       .getResult();
 }
 
-// `v`'s elements [offset, offset + size) along `axis` (all of the others).
-static mlir::Value slice_along(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v, int64_t axis, int64_t offset,
-                               int64_t size) {
+// The offsets and sizes of `v`'s elements [offset, offset + size) along
+// `axis` (all of the others): for slices taken out of `v` or put back.
+struct SliceRange {
+  llvm::SmallVector<mlir::OpFoldResult> offsets, sizes, strides;
+};
+static SliceRange range_along(mlir::OpBuilder& b, mlir::Value v, int64_t axis, mlir::OpFoldResult offset,
+                              int64_t size) {
   auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
   llvm::SmallVector<int64_t> shape(t.getShape());
   shape[size_t(axis)] = size;
-  llvm::SmallVector<mlir::OpFoldResult> offsets = at_origin(b, t.getRank());
-  offsets[size_t(axis)] = b.getIndexAttr(offset);
-  return mlir::tensor::ExtractSliceOp::create(b, loc, mlir::RankedTensorType::get(shape, t.getElementType()), v,
-                                              offsets, sizes_of(b, shape), unit_strides(b, t.getRank()))
-      .getResult();
+  SliceRange r{at_origin(b, t.getRank()), sizes_of(b, shape), unit_strides(b, t.getRank())};
+  r.offsets[size_t(axis)] = offset;
+  return r;
+}
+
+// `v`'s elements [offset, offset + size) along `axis` (all of the others).
+static mlir::Value slice_along(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v, int64_t axis,
+                               mlir::OpFoldResult offset, int64_t size) {
+  const SliceRange r = range_along(b, v, axis, offset, size);
+  return mlir::tensor::ExtractSliceOp::create(b, loc, v, r.offsets, r.sizes, r.strides).getResult();
+}
+static mlir::Value slice_along(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v, int64_t axis, int64_t offset,
+                               int64_t size) {
+  return slice_along(b, loc, v, axis, b.getIndexAttr(offset), size);
 }
 
 // Splits `op` (a matmul or batch_matmul whose init is a fill) in two
@@ -687,18 +700,7 @@ int batched_products_by_thread(mlir::ModuleOp module, const VectorIsa& isa, int 
     mlir::Value first = mlir::arith::MulIOp::create(ib, loc, forall.getInductionVar(0),
                                                     mlir::arith::ConstantIndexOp::create(ib, loc, chunk));
     // Operand `v`'s batches [first, first + chunk), all of its other dims.
-    auto batches = [&](mlir::Value v) {
-      auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
-      llvm::SmallVector<int64_t> shape(t.getShape());
-      shape[0] = chunk;
-      llvm::SmallVector<mlir::OpFoldResult> offsets = at_origin(ib, t.getRank());
-      offsets[0] = first;
-      return std::make_pair(offsets, sizes_of(ib, shape));
-    };
-    auto slice = [&](mlir::Value v) -> mlir::Value {
-      auto [offsets, sizes] = batches(v);
-      return mlir::tensor::ExtractSliceOp::create(ib, loc, v, offsets, sizes, unit_strides(ib, 3)).getResult();
-    };
+    auto slice = [&](mlir::Value v) { return slice_along(ib, loc, v, 0, first, chunk); };
     mlir::Value out = forall.getRegionIterArgs()[0];
     mlir::Value acc = mlir::linalg::FillOp::create(ib, loc, mlir::ValueRange{fill.getInputs()[0]},
                                                    mlir::ValueRange{slice(out)})
@@ -710,9 +712,8 @@ int batched_products_by_thread(mlir::ModuleOp module, const VectorIsa& isa, int 
     part->getResult(0).setType(llvm::cast<mlir::RankedTensorType>(acc.getType()));
     {
       mlir::OpBuilder tb = mlir::OpBuilder::atBlockBegin(forall.getTerminator().getBody());
-      auto [offsets, sizes] = batches(out);
-      mlir::tensor::ParallelInsertSliceOp::create(tb, loc, part->getResult(0), out, offsets, sizes,
-                                                  unit_strides(tb, 3));
+      const SliceRange r = range_along(tb, out, 0, first, chunk);
+      mlir::tensor::ParallelInsertSliceOp::create(tb, loc, part->getResult(0), out, r.offsets, r.sizes, r.strides);
     }
     op->getResult(0).replaceAllUsesWith(forall.getResult(0));
     op->erase();
@@ -723,7 +724,12 @@ int batched_products_by_thread(mlir::ModuleOp module, const VectorIsa& isa, int 
 
 int batched_products_by_batch(mlir::ModuleOp module, int threads) {
   if (threads > 1) return 0;  // (on threads the batch is split over them first: no gain measured there)
-  llvm::SmallVector<mlir::linalg::BatchMatmulOp> todo;
+  struct Product {
+    mlir::linalg::BatchMatmulOp bmm;
+    mlir::linalg::GenericOp t;  // B's transpose
+    mlir::linalg::FillOp fill;  // the init
+  };
+  llvm::SmallVector<Product> todo;
   module.walk([&](mlir::linalg::BatchMatmulOp bmm) {
     auto op = llvm::cast<mlir::linalg::LinalgOp>(bmm.getOperation());
     if (bmm.hasUserDefinedMaps() || !all_f32(op) || !all_static(op)) return;
@@ -731,11 +737,9 @@ int batched_products_by_batch(mlir::ModuleOp module, int threads) {
     auto fill = bmm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
     if (!t || !t->hasOneUse() || !is_minor_transpose3(t) || !fill || !fill->hasOneUse()) return;
     if (op.getStaticLoopRanges()[0] < 2) return;
-    todo.push_back(bmm);
+    todo.push_back({bmm, t, fill});
   });
-  for (mlir::linalg::BatchMatmulOp bmm : todo) {
-    auto t = bmm.getDpsInputOperand(1)->get().getDefiningOp<mlir::linalg::GenericOp>();
-    auto fill = bmm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
+  for (auto [bmm, t, fill] : todo) {
     mlir::OpBuilder b(bmm);
     mlir::Location loc = bmm.getLoc();
     auto ct = llvm::cast<mlir::RankedTensorType>(bmm->getResult(0).getType());
@@ -747,26 +751,15 @@ int batched_products_by_batch(mlir::ModuleOp module, int threads) {
         b, loc, lb, ub, step, mlir::ValueRange{empty},
         [&](mlir::OpBuilder& ib, mlir::Location l, mlir::Value h, mlir::ValueRange iter) {
           // Operand `v`'s batch h: [1, all, all].
-          auto batch = [&](mlir::Value v) {
-            auto vt = llvm::cast<mlir::RankedTensorType>(v.getType());
-            llvm::SmallVector<int64_t> shape(vt.getShape());
-            shape[0] = 1;
-            llvm::SmallVector<mlir::OpFoldResult> offsets = at_origin(ib, 3);
-            offsets[0] = h;
-            return std::make_tuple(offsets, sizes_of(ib, shape), mlir::RankedTensorType::get(shape, vt.getElementType()));
-          };
-          auto slice = [&](mlir::Value v) -> mlir::Value {
-            auto [offsets, sizes, type] = batch(v);
-            return mlir::tensor::ExtractSliceOp::create(ib, l, type, v, offsets, sizes, unit_strides(ib, 3)).getResult();
-          };
+          auto slice = [&](mlir::Value v) { return slice_along(ib, l, v, 0, h, 1); };
           mlir::IRMapping tm;
           tm.map(t.getDpsInputOperand(0)->get(), slice(t.getDpsInputOperand(0)->get()));
           auto tt = llvm::cast<mlir::RankedTensorType>(t->getResult(0).getType());
+          auto head_t = mlir::RankedTensorType::get({1, tt.getDimSize(1), tt.getDimSize(2)}, tt.getElementType());
           tm.map(t.getDpsInitOperand(0)->get(),
-                 mlir::tensor::EmptyOp::create(ib, l, {1, tt.getDimSize(1), tt.getDimSize(2)}, tt.getElementType())
-                     .getResult());
+                 mlir::tensor::EmptyOp::create(ib, l, head_t.getShape(), head_t.getElementType()).getResult());
           mlir::Operation* th = ib.clone(*t.getOperation(), tm);
-          th->getResult(0).setType(mlir::RankedTensorType::get({1, tt.getDimSize(1), tt.getDimSize(2)}, tt.getElementType()));
+          th->getResult(0).setType(head_t);
           mlir::Value acc = mlir::linalg::FillOp::create(ib, l, mlir::ValueRange{fill.getInputs()[0]},
                                                          mlir::ValueRange{slice(iter[0])})
                                 .getResult(0);
@@ -776,10 +769,10 @@ int batched_products_by_batch(mlir::ModuleOp module, int threads) {
           pm.map(bmm.getDpsInitOperand(0)->get(), acc);
           mlir::Operation* part = ib.clone(*bmm.getOperation(), pm);
           part->getResult(0).setType(llvm::cast<mlir::RankedTensorType>(acc.getType()));
-          auto [offsets, sizes, type] = batch(iter[0]);
-          mlir::Value upd = mlir::tensor::InsertSliceOp::create(ib, l, part->getResult(0), iter[0], offsets, sizes,
-                                                                unit_strides(ib, 3))
-                                .getResult();
+          const SliceRange r = range_along(ib, iter[0], 0, h, 1);
+          mlir::Value upd =
+              mlir::tensor::InsertSliceOp::create(ib, l, part->getResult(0), iter[0], r.offsets, r.sizes, r.strides)
+                  .getResult();
           mlir::scf::YieldOp::create(ib, l, mlir::ValueRange{upd});
         });
     bmm->getResult(0).replaceAllUsesWith(loop.getResult(0));

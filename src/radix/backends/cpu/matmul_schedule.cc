@@ -383,16 +383,17 @@ std::optional<DotTiles> dot_tiles(mlir::linalg::LinalgOp op, const VectorIsa& is
   NextTilePrefetch prefetch = NextTilePrefetch::kOn;
   auto weights = llvm::cast<mlir::ShapedType>(op.getDpsInputOperand(1)->get().getType());
   const int64_t row_bytes = K * static_cast<int64_t>(weights.getElementTypeBitWidth()) / 8;
+  const bool avx2_f32 = isa.f32_lanes == 8 && weights.getElementType().isF32();
   if (M == 1 && row_bytes <= (isa.registers <= 16 ? kShortRowBytes : kShortRowBytesWide)) {
     tn = 1;
     // AVX2's short f32 rows on one thread skip the next-row prefetches (faster
     // on one Zen 3 core, slower on two; bf16 rows slower without them).
-    if (isa.f32_lanes == 8 && weights.getElementType().isF32() && threads == 1) prefetch = NextTilePrefetch::kOff;
+    if (avx2_f32 && threads == 1) prefetch = NextTilePrefetch::kOff;
     const int64_t line = 64 * 8 / static_cast<int64_t>(weights.getElementTypeBitWidth());
     v = largest_divisor(K, {std::clamp(line, 2 * lanes, 4 * lanes), 2 * lanes, lanes, lanes / 2, 4});
   } else if (M == 1 && isa.registers >= 32) {
     tn = largest_divisor(N, {kDotRowsWide, kDotRows, 2, 1});
-  } else if (M == 1 && isa.f32_lanes == 8 && weights.getElementType().isF32()) {
+  } else if (M == 1 && avx2_f32) {
     tn = largest_divisor(N, {kDotRowsWide, kDotRows, 2, 1});
     prefetch = NextTilePrefetch::kOff;
   }
