@@ -42,6 +42,26 @@ inline constexpr int64_t kPanelVectors = 2;
 inline constexpr int64_t kBlockN = 256;
 inline constexpr std::initializer_list<int64_t> kBlockMAvx512 = {256, 128, 64}, kBlockKAvx512 = {512, 256};
 inline constexpr std::initializer_list<int64_t> kBlockMAvx2 = {64}, kBlockKAvx2 = {256};
+// AVX2 products of several row blocks (the 6-row tiles' path) take longer
+// K blocks and narrower column blocks than those above: K in one block
+// from kLongBlockKAvx2 up to kWholeBlockKAvx2 (each register tile's sums
+// stay in registers over all of K: C is written once, never read back),
+// longer K in blocks of kLongBlockKAvx2; column blocks of
+// kNarrowBlockNAvx2 (4 panels: a K block of B is then 128-256 KiB, half
+// of L2 or less, where 256 columns by 256 made 256 KiB beside A's and C's
+// blocks) where N has at least kNarrowBlockNMinColsAvx2 columns. Measured
+// on Zen 3 (one process per row, calls alternated with the old blocks in
+// it, medians of the per-round ratios; one / two threads): 1024^3 1.04-1.07
+// / 1.05, 4096^3 1.01-1.05 / 1.06, 512^3 1.02 / 1.04, 2048^3 0.98-1.02 /
+// 1.01, 256^3 (narrower columns only) 0.99-1.00 / 1.01,
+// x[512,4096]·W[11008,4096]ᵀ (operand-swapped: 512 columns) 1.01-1.06 /
+// 0.98-1.03. A swapped 128-token prompt (128 columns) keeps the old
+// blocks: narrow ones made two column blocks, one per thread, each reading
+// all of W (x[128,4096]·W[11008,4096]ᵀ 0.83 on two threads), and the long
+// K blocks alone measured 1.01-1.02 / 1.03-1.08 for x[128,768]·W[2048,768]ᵀ
+// but 0.98-1.00 / 0.97-0.98 for the 11008 x 4096 weights.
+inline constexpr int64_t kLongBlockKAvx2 = 512, kWholeBlockKAvx2 = 1024;
+inline constexpr int64_t kNarrowBlockNAvx2 = 64, kNarrowBlockNMinColsAvx2 = 256;
 inline constexpr int64_t kRegK = 4;
 inline constexpr int64_t kMinThreadBlockM = 32;  // smallest M block made to give threads work
 inline constexpr int64_t kPackCopyK = 8;  // K rows per vectorized step of B's packing copy

@@ -77,6 +77,15 @@ std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, const Vec
   if (!b.n) b.n = block_divisor(N, panel, kBlockN);
   if (!b.k) b.k = block_divisor(K, kRegK, wide ? *kBlockKAvx512.begin() : *kBlockKAvx2.begin());
   if (!b.m || !b.n || !b.k || b.n % panel != 0 || b.m % packed_reg_m(isa) != 0 || b.k % kRegK != 0) return std::nullopt;
+  // AVX2, several row blocks: longer K blocks, narrower column blocks (see
+  // kLongBlockKAvx2).
+  const bool avx2 = isa.registers == 16 && isa.f32_lanes == 8;
+  if (avx2 && b.m < M && N >= kNarrowBlockNMinColsAvx2 && N % kNarrowBlockNAvx2 == 0 &&
+      kNarrowBlockNAvx2 % panel == 0) {
+    b.n = kNarrowBlockNAvx2;
+    if (K >= kLongBlockKAvx2 && K <= kWholeBlockKAvx2 && K % kRegK == 0) b.k = K;
+    else if (K % kLongBlockKAvx2 == 0) b.k = kLongBlockKAvx2;
+  }
   // Threads, all rows in one block: narrower N blocks (whole panels, at
   // least two) instead, so that each thread packs the panels of B it reads
   // inside its own block (emit_packed_matmul's fused pack) rather than
