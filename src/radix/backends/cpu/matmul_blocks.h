@@ -54,8 +54,8 @@ inline constexpr std::initializer_list<int64_t> kBlockMAvx2 = {64}, kBlockKAvx2 
 // it, medians of the per-round ratios; one / two threads): 1024^3 1.04-1.07
 // / 1.05, 4096^3 1.01-1.05 / 1.06, 512^3 1.02 / 1.04, 2048^3 0.98-1.02 /
 // 1.01, 256^3 (narrower columns only) 0.99-1.00 / 1.01,
-// x[512,4096]·W[11008,4096]ᵀ (operand-swapped: 512 columns) 1.01-1.06 /
-// 0.98-1.03. A swapped 128-token prompt (128 columns) keeps the old
+// x[512,4096]·W[11008,4096]ᵀ (operand-swapped: 512 columns) 0.99-1.06 /
+// 1.02-1.03. A swapped 128-token prompt (128 columns) keeps the old
 // blocks: narrow ones made two column blocks, one per thread, each reading
 // all of W (x[128,4096]·W[11008,4096]ᵀ 0.83 on two threads), and the long
 // K blocks alone measured 1.01-1.02 / 1.03-1.08 for x[128,768]·W[2048,768]ᵀ
