@@ -185,8 +185,7 @@ TEST(Schedule, PackedMatmulRunsColumnBlocksOutermost) {
 // 1024 (each register tile's sums stay in registers over all of K), longer
 // K in blocks of 512, columns in blocks of 64; 128 columns (a swapped
 // prompt) and the other ISAs keep their blocks (AVX-512: K in 512 or 256,
-// 256 columns). Against the
-// naive loop, one and two threads.
+// 256 columns). Against the naive loop, one and two threads.
 TEST(Schedule, Avx2PackedBlocksTakeLongKAndNarrowColumns) {
   struct Case {
     int64_t k, n, k_block, n_block;  // AVX2's blocks
@@ -198,8 +197,8 @@ TEST(Schedule, Avx2PackedBlocksTakeLongKAndNarrowColumns) {
         const std::string what = std::string(c.name) + " K=" + std::to_string(s.k) + " N=" + std::to_string(s.n) +
                                  " on " + std::to_string(t);
         const bool avx2 = c.isa.registers == 16;
-        const int64_t k_block = avx2 ? s.k_block : s.k % 512 == 0 ? 512 : 256, panels = (avx2 ? s.n_block : std::min<int64_t>(s.n, 256)) /
-                                                                    (2 * c.isa.f32_lanes);
+        const int64_t k_block = avx2 ? s.k_block : s.k % 512 == 0 ? 512 : 256;
+        const int64_t panels = (avx2 ? s.n_block : std::min<int64_t>(s.n, 256)) / (2 * c.isa.f32_lanes);
         EXPECT_NE(script.find("tile_sizes [0, 0, " + std::to_string(k_block) + ", 0]"), std::string::npos)
             << what << "\n" << script;
         if (t == 1)  // the block loop's tile (threads split it further)
@@ -893,10 +892,11 @@ TEST(Schedule, StoreBoundRowGroupsPrefetchLongRowsFromMemory) {
 // AVX-512; the 6- and 4-row parts on AVX2 one line each), on one and two
 // threads, and the product matches a double loop. 520 rows on AVX-512:
 // 65 row tiles, so the last panel of the last row tile prefetches the
-// clamped (last) row tile again, inside C. Two K blocks: only blocks after
-// the first read C (radix-accumulators-from-fill), and prefetch it.
+// clamped (last) row tile again, inside C. Three K blocks of 512: only
+// blocks after the first read C (radix-accumulators-from-fill), and
+// prefetch it.
 TEST(Schedule, PackedTilesPrefetchTheNextAccumulatorTile) {
-  const int64_t M = 520, N = 512, K = 1536;  // several K blocks (AVX2 takes up to 1024 as one: C never read back)
+  const int64_t M = 520, N = 512, K = 1536;  // AVX2 would take K = 1024 as one block: C never read back
   const Shape sa(DType::kF32, {M, K}), sb(DType::kF32, {K, N});
   const std::vector<float> a = testing::random_vec<float>(size_t(M * K), -1, 1, 81);
   const std::vector<float> b = testing::random_vec<float>(size_t(K * N), -1, 1, 82);
