@@ -51,9 +51,10 @@ inline constexpr std::initializer_list<int64_t> kBlockMAvx2 = {64}, kBlockKAvx2 
 // of L2 or less, where 256 columns by 256 made 256 KiB beside A's and C's
 // blocks) where N has at least kNarrowBlockNMinColsAvx2 columns. Measured
 // on Zen 3 (one process per row, calls alternated with the old blocks in
-// it, medians of the per-round ratios; one / two threads): 1024^3 1.04-1.07
-// / 1.05, 4096^3 1.01-1.05 / 1.06, 512^3 1.02 / 1.04, 2048^3 0.98-1.02 /
-// 1.01, 256^3 (narrower columns only) 0.99-1.00 / 1.01,
+// it, medians of the per-round ratios, two to four processes per row; one
+// / two threads): 1024^3 1.02-1.07 / 1.03-1.06, 4096^3 0.99-1.05 /
+// 0.99-1.06, 512^3 1.02 / 1.04, 2048^3 0.98-1.02 / 1.01, 256^3 (narrower
+// columns only) 0.99-1.00 / 1.01,
 // x[512,4096]·W[11008,4096]ᵀ (operand-swapped: 512 columns) 0.99-1.06 /
 // 1.02-1.03. A swapped 128-token prompt (128 columns) keeps the old
 // blocks: narrow ones made two column blocks, one per thread, each reading
