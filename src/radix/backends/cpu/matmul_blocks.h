@@ -46,10 +46,11 @@ inline constexpr std::initializer_list<int64_t> kBlockMAvx2 = {64}, kBlockKAvx2 
 // K blocks and narrower column blocks than those above: K in one block
 // from kLongBlockKAvx2 up to kWholeBlockKAvx2 (each register tile's sums
 // stay in registers over all of K: C is written once, never read back),
-// longer K in blocks of kLongBlockKAvx2; column blocks of
+// longer K that kLongBlockKAvx2 divides in blocks of it; column blocks of
 // kNarrowBlockNAvx2 (4 panels: a K block of B is then 128-256 KiB, half
 // of L2 or less, where 256 columns by 256 made 256 KiB beside A's and C's
-// blocks) where N has at least kNarrowBlockNMinColsAvx2 columns. Measured
+// blocks) where N is a multiple of it, at least kNarrowBlockNMinColsAvx2
+// columns. Measured
 // on Zen 3 (one process per row, calls alternated with the old blocks in
 // it, medians of the per-round ratios, two to four processes per row; one
 // / two threads): 1024^3 1.02-1.07 / 1.03-1.06, 4096^3 0.99-1.05 /
