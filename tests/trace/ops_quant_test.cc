@@ -396,6 +396,25 @@ std::string compiled_asm(QuantFormat f, int64_t rows, int lanes, uint64_t seed, 
   return exe.ok() ? testing::stage_dump(dir.path(), "asm.s") : std::string();
 }
 
+// How often `op` occurs in the assembly of x[m, k] · W[n, k]ᵀ in format f
+// compiled for `target` ("host": this CPU) on `threads` threads.
+size_t count_in_decode_asm(QuantFormat f, int64_t n, int64_t k, int threads, const std::string& target,
+                           const std::string& op, int64_t m = 1) {
+  SCOPED_TRACE(target + " n " + std::to_string(n) + " k " + std::to_string(k) + " m " + std::to_string(m) +
+               " threads " + std::to_string(threads));
+  DumpDir dir(std::string("decode-") + name(f) + "-" + target + "-" + std::to_string(n) + "-" + std::to_string(m) +
+              "-" + std::to_string(threads));
+  io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(size_t(n * k), -1, 1, 79), n, k);
+  CompileFnOptions o;
+  o.compile.codegen.cpu.threads = threads;
+  o.compile.codegen.target_cpu = target;
+  o.compile.diagnostics.dump = {"asm"};
+  o.compile.diagnostics.dump_dir = dir.path().string();
+  must(compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
+                  Shape(DType::kF32, {m, k}), q.values_shape, q.scales_shape));
+  return testing::count_of(testing::stage_dump(dir.path(), "asm.s"), op);
+}
+
 // On a VNNI CPU the interleaved Q4_0 prompt kernel sums each group with
 // vpdpbusd into i32 (no vpmaddubsw / vpmaddwd): 512-bit, 16 weight rows per
 // tile, with a 16-lane schedule; 256-bit, 8 rows, with an 8-lane one. Q8_0
@@ -569,6 +588,7 @@ TEST(Quant, Q4RowsMatchDequantizedReference) {
       check_product(QuantFormat::kQ4_0x16, s.m, s.n, s.k, 1, QuantizedActivations::kInt8Blocks, t);
   for (const std::string& t : host_and_zen3()) {
     check_product(QuantFormat::kQ4_0x16, 1, 512, 512, 2, QuantizedActivations::kInt8Blocks, t);
+    check_product(QuantFormat::kQ4_0x16, 1, 96, 288, 2, QuantizedActivations::kInt8Blocks, t);
     check_product(QuantFormat::kQ4_0x16, 64, 256, 512, 2, QuantizedActivations::kInt8Blocks, t);
   }
 }
@@ -628,40 +648,51 @@ TEST(Quant, Q8RowsMatchDequantizedReference) {
     for (Mnk s : {Mnk{1, 16, 32}, Mnk{1, 32, 288}, Mnk{1, 48, 64}, Mnk{1, 64, 1024}, Mnk{1, 80, 96}, Mnk{3, 32, 64},
                   Mnk{128, 16, 288}, Mnk{30, 48, 96}, Mnk{34, 32, 64}})
       check_product(QuantFormat::kQ8_0x16, s.m, s.n, s.k, 1, QuantizedActivations::kInt8Blocks, t);
-  check_product(QuantFormat::kQ8_0x16, 1, 512, 512, 2);
+  for (const std::string& t : host_and_zen3()) {
+    check_product(QuantFormat::kQ8_0x16, 1, 512, 512, 2, QuantizedActivations::kInt8Blocks, t);
+    check_product(QuantFormat::kQ8_0x16, 1, 96, 288, 2, QuantizedActivations::kInt8Blocks, t);
+  }
   check_product(QuantFormat::kQ8_0x16, 64, 256, 512, 2);
 }
 
-// A Q8_0x16 decode product on one thread runs two row groups, n / 32
-// apart, in each tile's block loop (two streams through W): its code holds
-// twice the integer dot products of the one-group loop, which an odd group
-// count (n = 48: three) keeps, as does a product split over two threads
-// ([1,1024]·W[512,1024]ᵀ; on one thread it takes two). Host code (vpdpbusd
-// with VNNI) and Zen 3 code (vpmaddubsw); the products' numbers are checked
-// by Q8RowsMatchDequantizedReference (1 to 5 groups).
-TEST(Quant, Q8DecodeOnOneThreadReadsTwoRowGroupsAtOnce) {
-  if (!int8_target("").avx2) GTEST_SKIP() << "this CPU has no AVX2: the int8 kernels are not used here";
+// A Q8_0x16 decode product runs two row groups, n / 32 apart, in each
+// tile's block loop (two streams through W): its code holds twice the
+// integer dot products of the one-group loop, which an odd group count (n
+// = 48: three) keeps. Split over two threads ([1,1024]·W[512,1024]ᵀ) it
+// keeps the two streams with AVX2 (Zen 3 code, and host code on hosts
+// without 512-bit VNNI) and goes back to one group with 512-bit VNNI.
+// Host code (vpdpbusd with VNNI) and Zen 3 code (vpmaddubsw); the
+// products' numbers are checked by Q8RowsMatchDequantizedReference.
+TEST(Quant, Q8DecodeReadsTwoRowGroupsAtOnce) {
+  const Int8Target host = int8_target("");
+  if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the int8 kernels are not used here";
   for (const std::string& t : host_and_zen3()) {
-    const std::string op = t == "host" && int8_target("").vnni ? "vpdpbusd" : "vpmaddubsw";
-    auto dots = [&](int64_t n, int64_t k, int threads) {
-      SCOPED_TRACE(t + " n " + std::to_string(n) + " k " + std::to_string(k) + " threads " + std::to_string(threads));
-      DumpDir dir("q8-streams-" + t + "-" + std::to_string(n) + "-" + std::to_string(threads));
-      io::QuantizedMatrix q = quantize(QuantFormat::kQ8_0x16, testing::random_vec<float>(size_t(n * k), -1, 1, 79), n, k);
-      CompileFnOptions o;
-      o.compile.codegen.cpu.threads = threads;
-      o.compile.codegen.target_cpu = t;
-      o.compile.diagnostics.dump = {"asm"};
-      o.compile.diagnostics.dump_dir = dir.path().string();
-      must(compile_fn(cpu(), o, [](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s); },
-                      Shape(DType::kF32, {1, k}), q.values_shape, q.scales_shape));
-      return testing::count_of(testing::stage_dump(dir.path(), "asm.s"), op);
-    };
+    const std::string op = t == "host" && host.vnni ? "vpdpbusd" : "vpmaddubsw";
+    const bool wide = t == "host" && host.vnni512;
     SCOPED_TRACE(t);
-    const size_t one = dots(48, 256, 1);
+    const size_t one = count_in_decode_asm(QuantFormat::kQ8_0x16, 48, 256, 1, t, op);
     ASSERT_GT(one, 0u);
-    EXPECT_EQ(dots(64, 256, 1), 2 * one);
-    EXPECT_EQ(dots(512, 1024, 1), 2 * one);
-    EXPECT_EQ(dots(512, 1024, 2), one);
+    EXPECT_EQ(count_in_decode_asm(QuantFormat::kQ8_0x16, 64, 256, 1, t, op), 2 * one);
+    EXPECT_EQ(count_in_decode_asm(QuantFormat::kQ8_0x16, 512, 1024, 1, t, op), 2 * one);
+    EXPECT_EQ(count_in_decode_asm(QuantFormat::kQ8_0x16, 512, 1024, 2, t, op), wide ? one : 2 * one);
+  }
+}
+
+// A Q4_0x16 decode product with AVX2 prefetches, each block, the block 8
+// ahead in W into L2: its four 64-byte lines and its scales, 5 prefetcht1
+// in the block loop, on one thread and two (and W's last block no further:
+// the numbers at every group count are Q4RowsMatchDequantizedReference's).
+// 512-bit VNNI code has none, nor does a prompt (3 rows of x).
+TEST(Quant, Q4DecodeWithAvx2PrefetchesBlocksAhead) {
+  const Int8Target host = int8_target("");
+  if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the int8 kernels are not used here";
+  for (const std::string& t : host_and_zen3()) {
+    const bool wide = t == "host" && host.vnni512;
+    SCOPED_TRACE(t);
+    for (int threads : {1, 2})
+      EXPECT_EQ(count_in_decode_asm(QuantFormat::kQ4_0x16, 512, 1024, threads, t, "prefetcht1"), wide ? 0u : 5u)
+          << threads << " threads";
+    EXPECT_EQ(count_in_decode_asm(QuantFormat::kQ4_0x16, 512, 1024, 1, t, "prefetcht1", /*m=*/3), 0u);
   }
 }
 

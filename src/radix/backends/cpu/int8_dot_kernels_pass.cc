@@ -101,6 +101,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
@@ -989,24 +990,46 @@ class RowsKernelBuilder {
 
   // The kernel over NR groups of 16 weight rows (see build).
   bool emit(int64_t NR) {
+    NR_ = NR;
     lanes_ = plan_.wide ? 16 : 8;
     // AVX2's Q8_0 products move W's signs onto x instead: no corrections.
     if (!q8_ || plan_.vnni || plan_.wide) fill_corrections();
-    // Q8_0 decode on one thread (one row of x, W read once per call, from
-    // memory in a model's step): each tile runs row groups r and r + NR / 2
-    // in the same block loop, two sequential streams through W at once.
-    // Why: one core's hardware prefetchers keep more lines in flight for two
-    // streams than for one, and a decode step is bound by that read. The
-    // same kernel alone read from memory ~0.84 of a plain sum over the same
-    // bytes (both in huge pages). Measured on Zen 5, one core, alternated in
-    // one process: [1,768]·W[2048,768]ᵀ over 64 cold copies 1.03-1.22x,
+    // Decode (one row of x): W read once per call, from memory in a model's
+    // step, where a tile's block loop leaves time for more lines in flight
+    // than one core's hardware prefetchers keep for one stream.
+    const bool one_row = !plan_.blocked && !gather_ && M_ == 1;
+    // Q8_0: each tile runs row groups r and r + NR / 2 in the same block
+    // loop, two sequential streams through W at once; on one thread, and
+    // with AVX2 on two. Measured on Zen 5, one core, alternated in one
+    // process: [1,768]·W[2048,768]ᵀ over 64 cold copies 1.03-1.22x,
     // W[131072,768] 1.07-1.23x, in the caches (one copy) 0.98-1.02x; as Zen
     // 3 code (vpmaddubsw) 1.23-1.31x; stories110M Q8_0 decode 1.05-1.21x
     // (either generator loaded first), stories15M 1.02-1.11x. Four streams:
-    // no faster (0.94-0.99x in the decode). Left with one: Q4_0x16 (half
-    // the bytes per weight; decode 0.95-1.09x, within the noise) and two
-    // threads (0.99-1.01x).
-    streams_ = q8_ && !plan_.parallel && !plan_.blocked && !gather_ && M_ == 1 && NR % 2 == 0 ? 2 : 1;
+    // no faster (0.94-0.99x in the decode). Two threads there: 0.99-1.01x.
+    // On Zen 3 (AVX2), two threads, [1,4096]·W[4096,4096]ᵀ: 1.15x over 8
+    // copies, 1.09x in the LLC; stories110M Q8_0 decode 1.20x, stories15M
+    // 1.15x. (Prefetching ahead as Q4_0 does instead: 0.88-0.95x of two
+    // streams on Zen 3, in the LLC and from memory.)
+    streams_ = one_row && q8_ && NR % 2 == 0 && (!plan_.parallel || lanes_ == 8) ? 2 : 1;
+    // Q4_0 with AVX2: one stream, each block prefetching the block
+    // kPrefetchBlocks ahead of it in W (see prefetch_ahead). Two streams
+    // there keep 4 accumulators, 4 pair sums, both nibble masks' constants
+    // and x's broadcasts in 16 registers and spill. Measured on Zen 3, one
+    // process alternating the forms, [1,4096]·W[4096,4096]ᵀ and
+    // [1,768]·W[2048,768]ᵀ: over 8 / 64 cold copies 1.19-1.39x of one
+    // stream without prefetches (two streams: 1.30-1.34x), in the caches
+    // 0.94-0.97x (two streams 0.87-0.88x); blocks 4 / 16 / 32 ahead 1.21 /
+    // 1.18 / 1.20x from memory (8: 1.22-1.33x, 12: 1.33-1.39x), half the
+    // lines 0.47-0.62x (the hardware prefetcher loses the stream);
+    // stories110M Q4_0 decode 1.25x on one thread, 1.15x on two. Zen 5
+    // (16 lanes) keeps its measured form: prefetching the next group there
+    // was 8-13% slower, two streams 0.95-1.09x.
+    prefetch_ahead_ = one_row && !q8_ && lanes_ == 8;
+    if (prefetch_ahead_) {
+      w_flat_ = flat_view(operand(w_op_));
+      ws_flat_ = flat_view(operand(ws_op_));
+      prefetch_ahead_ = w_flat_ && ws_flat_;
+    }
     const int64_t tiles = NR / streams_;  // streams_ row groups each
     const bool parallel = plan_.parallel && tiles > 1;
     // Prompts: each tile's nibbles unpacked once into a stack buffer that all
@@ -1176,6 +1199,33 @@ class RowsKernelBuilder {
     }
   }
 
+  // Prefetches into L2 the block kPrefetchBlocks after block kb of row
+  // group r0 in W's memory order (past the group's last block: the next
+  // group's first ones; clamped to W's last block): each of its byte
+  // groups (one 64-byte line each) and its scales, through the flat views
+  // w_flat_ and ws_flat_ (one add and a min per block, no division).
+  void prefetch_ahead(Value r0, Value kb) {
+    const int64_t block_bytes = (q8_ ? 8 : 4) * 64;
+    Value blk = mlir::arith::AddIOp::create(b_, loc_, mlir::arith::MulIOp::create(b_, loc_, r0, idx(KB_)),
+                                            mlir::arith::AddIOp::create(b_, loc_, kb, idx(kPrefetchBlocks)));
+    blk = mlir::arith::MinUIOp::create(b_, loc_, blk, idx(NR_ * KB_ - 1));
+    Value byte = mlir::arith::MulIOp::create(b_, loc_, blk, idx(block_bytes));
+    for (int64_t off = 0; off < block_bytes; off += 64)
+      mlir::memref::PrefetchOp::create(b_, loc_, w_flat_, off ? mlir::arith::AddIOp::create(b_, loc_, byte, idx(off)).getResult() : byte,
+                                       /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
+    mlir::memref::PrefetchOp::create(b_, loc_, ws_flat_, mlir::arith::MulIOp::create(b_, loc_, blk, idx(16)).getResult(),
+                                     /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
+  }
+
+  // `v` (a contiguous row-major memref) as one dimension, or a null Value.
+  Value flat_view(Value v) {
+    auto t = llvm::cast<mlir::MemRefType>(v.getType());
+    if (!mlir::memref::isStaticShapeAndContiguousRowMajor(t)) return {};
+    mlir::SmallVector<mlir::ReassociationIndices, 1> all(1);
+    for (int64_t d = 0; d < t.getRank(); ++d) all[0].push_back(d);
+    return mlir::memref::CollapseShapeOp::create(b_, loc_, v, all).getResult();
+  }
+
   // The sum of accumulator a's chains (pairwise).
   Value sum_chains(const std::vector<std::vector<Value>>& chains, size_t a) {
     std::vector<Value> v;
@@ -1239,6 +1289,8 @@ class RowsKernelBuilder {
       std::vector<Value> lo_sum(acc.size()), hi_sum(acc.size());
       std::vector<std::vector<Value>> q8_sum(size_t(q8_chains), std::vector<Value>(acc.size()));
       const int64_t steps = q8_ ? 8 : 4;
+      if (prefetch_ahead_)
+        for (Value r0 : groups) prefetch_ahead(r0, kb);
       // Row i's correction, broadcast: the start of its first chain.
       std::vector<Value> corr(static_cast<size_t>(tm));
       for (int64_t i = 0; corr_ && i < tm; ++i)
@@ -1367,14 +1419,19 @@ class RowsKernelBuilder {
   mlir::OpBuilder b_;
   mlir::Location loc_;
   bool has_m_ = true;
-  int64_t M_ = 1, KB_ = 0, lanes_ = 8;
+  int64_t M_ = 1, KB_ = 0, lanes_ = 8, NR_ = 0;
   int64_t streams_ = 1;  // row groups per tile, NR / streams_ apart (see emit)
+  bool prefetch_ahead_ = false;  // see emit and prefetch_ahead
   Value corr_, unpacked_, gathered_scales_;
+  Value w_flat_, ws_flat_;  // W and its scales as one dimension (prefetch_ahead)
   bool q8_, gather_;
   llvm::SmallVector<mlir::Operation*> transposes_;  // gather_tile's, lowered in build
   int xd_op_, w_op_, ws_op_;  // operand indices: x's scales, W, W's scales
   // The unpacked tile's stack bytes at most (KB * 512: k up to 16384).
   static constexpr int64_t kMaxUnpackedBytes = 256 * 1024;
+  // Q4_0 decode with AVX2: how many blocks (256 bytes each) ahead of the
+  // block loop prefetch_ahead reads (see emit).
+  static constexpr int64_t kPrefetchBlocks = 8;
 };
 
 class Int8DotKernelsPass : public mlir::PassWrapper<Int8DotKernelsPass, mlir::OperationPass<mlir::ModuleOp>> {
