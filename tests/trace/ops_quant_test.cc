@@ -75,6 +75,13 @@ struct DumpDir {
 
 std::vector<double> widen(const std::vector<float>& x) { return std::vector<double>(x.begin(), x.end()); }
 
+// The targets the integer kernels are checked on: the host, and Zen 3
+// (AVX2 without VNNI) where the host runs AVX2 code.
+std::vector<std::string> host_and_zen3() {
+  if (!int8_target("").avx2) return {"host"};
+  return {"host", "znver3"};
+}
+
 // Every schedule (each ISA's tiling, plain loops) and, for the integer
 // activations, the CPU's int8 kernels (on AVX2 hosts) and the tiled
 // fallback (int8_kernels off) agree with the reference on the same
@@ -217,46 +224,54 @@ TEST(Quant, Q4PromptPutsWeightRowsInLanes) {
 }
 
 // Decode rows times x16 weights with int8 activations are split over two
-// threads only from 2^19 multiply-adds (kInt8DecodeMinParallelWork): the
-// plan's third field (parallel) is 0 for stories15M's [1,288]·W[768,288]ᵀ
-// (221K), 1 for [1,1024]·W[512,1024]ᵀ (2^19); with f32 activations the
-// first is split as before (its kernel widens W to f32, 5x slower per
-// weight). Products checked against the reference on two threads.
+// threads from 2^19 multiply-adds with 512-bit VNNI
+// (kInt8DecodeMinParallelWork), from 2^16 without it (AVX2's kernels, half
+// as fast per core: kInt8DecodeMinParallelWorkAvx2): the plan's third
+// field (parallel) for stories15M's [1,288]·W[768,288]ᵀ (221K) is 0 with
+// 512-bit VNNI and 1 without; [1,288]·W[128,288]ᵀ (36.9K) stays on one
+// thread and [1,1024]·W[512,1024]ᵀ (2^19) is split on both; with f32
+// activations the first is split as before (its kernel widens W to f32,
+// 5x slower per weight). Host code and Zen 3 code; products checked
+// against the reference on two threads.
 TEST(Quant, X16DecodeProductsSplitOverThreadsFromTheirThreshold) {
   const Int8Target host = int8_target("");
   if (!host.avx2) GTEST_SKIP() << "this CPU has no AVX2: the int8 kernels are not used here";
   struct Case {
     int64_t n, k;
     QuantizedActivations acts;
-    bool parallel;
+    bool parallel_wide, parallel_avx2;
   };
-  for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16})
-    for (Case c : {Case{768, 288, QuantizedActivations::kInt8Blocks, false},
-                   Case{512, 1024, QuantizedActivations::kInt8Blocks, true},
-                   Case{768, 288, QuantizedActivations::kF32, true}}) {
-      const bool int8 = c.acts == QuantizedActivations::kInt8Blocks;
-      SCOPED_TRACE(std::string(name(f)) + " n " + std::to_string(c.n) + " k " + std::to_string(c.k) +
-                   (int8 ? " int8" : " f32"));
-      DumpDir dir(std::string("x16-threads-") + name(f));
-      io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(size_t(c.n * c.k), -1, 1, 91), c.n, c.k);
-      CompileFnOptions o;
-      o.compile.codegen.cpu.threads = 2;
-      o.compile.diagnostics.dump = {"schedule"};
-      o.compile.diagnostics.dump_dir = dir.path().string();
-      const QuantizedMatmulOptions qo{c.acts};
-      auto exe = must(compile_fn(cpu(), o, [qo](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s, qo); },
-                                 Shape(DType::kF32, {1, c.k}), q.values_shape, q.scales_shape));
-      const std::string ir = testing::stage_dump(dir.path(), "schedule.mlir");
-      std::smatch plan;
-      ASSERT_TRUE(std::regex_search(ir, plan, std::regex(R"(radix\.int8_kernel = array<i64: (\d+), (\d+), (\d+))"))) << ir;
-      EXPECT_EQ(plan[3].str(), c.parallel ? "1" : "0") << ir;
-      std::vector<float> x = testing::random_vec<float>(size_t(c.k), -1, 1, 92);
-      Buffer out = must(exe.call(must(cpu().buffer(Shape(DType::kF32, {1, c.k}), x)), device(q.values_shape, q.values),
-                                 device(q.scales_shape, q.scales)));
-      EXPECT_TRUE(testing::all_close(must(out.to_host<float>()),
-                                     reference(int8 ? int8_blocks(x) : widen(x), io::dequantize(q), 1, c.n, c.k), 1e-5,
-                                     2e-6 * double(c.k)));
-    }
+  for (const std::string& t : host_and_zen3())
+    for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16})
+      for (Case c : {Case{768, 288, QuantizedActivations::kInt8Blocks, false, true},
+                     Case{128, 288, QuantizedActivations::kInt8Blocks, false, false},
+                     Case{512, 1024, QuantizedActivations::kInt8Blocks, true, true},
+                     Case{768, 288, QuantizedActivations::kF32, true, true}}) {
+        const bool int8 = c.acts == QuantizedActivations::kInt8Blocks;
+        const bool wide = t == "host" && host.vnni512;
+        SCOPED_TRACE(t + " " + name(f) + " n " + std::to_string(c.n) + " k " + std::to_string(c.k) +
+                     (int8 ? " int8" : " f32"));
+        DumpDir dir(std::string("x16-threads-") + name(f) + "-" + t);
+        io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(size_t(c.n * c.k), -1, 1, 91), c.n, c.k);
+        CompileFnOptions o;
+        o.compile.codegen.cpu.threads = 2;
+        o.compile.codegen.target_cpu = t;
+        o.compile.diagnostics.dump = {"schedule"};
+        o.compile.diagnostics.dump_dir = dir.path().string();
+        const QuantizedMatmulOptions qo{c.acts};
+        auto exe = must(compile_fn(cpu(), o, [qo](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s, qo); },
+                                   Shape(DType::kF32, {1, c.k}), q.values_shape, q.scales_shape));
+        const std::string ir = testing::stage_dump(dir.path(), "schedule.mlir");
+        std::smatch plan;
+        ASSERT_TRUE(std::regex_search(ir, plan, std::regex(R"(radix\.int8_kernel = array<i64: (\d+), (\d+), (\d+))"))) << ir;
+        EXPECT_EQ(plan[3].str(), (wide ? c.parallel_wide : c.parallel_avx2) ? "1" : "0") << ir;
+        std::vector<float> x = testing::random_vec<float>(size_t(c.k), -1, 1, 92);
+        Buffer out = must(exe.call(must(cpu().buffer(Shape(DType::kF32, {1, c.k}), x)), device(q.values_shape, q.values),
+                                   device(q.scales_shape, q.scales)));
+        EXPECT_TRUE(testing::all_close(must(out.to_host<float>()),
+                                       reference(int8 ? int8_blocks(x) : widen(x), io::dequantize(q), 1, c.n, c.k), 1e-5,
+                                       2e-6 * double(c.k)));
+      }
 }
 
 // x kept f32: the weights alone are quantized (the reference on f32 x).
@@ -562,13 +577,6 @@ TEST(Quant, SplitGgufBlocksMatchTheLoadersDecoders) {
   auto odd = io::quantize_q8_0(std::vector<float>(3 * 40, 1.0f), 3, 40);
   ASSERT_FALSE(odd.ok());
   EXPECT_NE(odd.status().message().find("multiple of 32"), std::string::npos);
-}
-
-// The targets the integer kernels are checked on: the host, and Zen 3
-// (AVX2 without VNNI) where the host runs AVX2 code.
-std::vector<std::string> host_and_zen3() {
-  if (!int8_target("").avx2) return {"host"};
-  return {"host", "znver3"};
 }
 
 // Q4_0x16 (16 weight rows interleaved): the row-group kernels against the

@@ -573,6 +573,14 @@ constexpr int64_t kF32PromptMinRows = 3;  // see int8_kernel_plan
 // (one thread: 151-165), Q8_0 213-224 -> 204-214. stories110M's products
 // (590K and up) stay split.
 constexpr int64_t kInt8DecodeMinParallelWork = int64_t{1} << 19;
+// Without 512-bit VNNI (AVX2's vpmaddubsw, ~60 Gweight/s per core from
+// Zen 3's LLC) the same products take twice as long, and split from 64K
+// multiply-adds (stories15M's layers all split: the merged q / k / v and
+// gate / up products, wo, w2). Measured on Zen 3, a random stories15M, 64
+// decode steps, two threads, alternated in one process against 2^19:
+// Q4_0 1.05-1.11x, Q8_0 1.09-1.37x; from 2^17 (the 221K products alone)
+// Q4_0 0.94-1.07x, Q8_0 1.09-1.11x.
+constexpr int64_t kInt8DecodeMinParallelWorkAvx2 = int64_t{1} << 16;
 
 // Q4_0x16 (16 weight rows interleaved in W's bytes: loops (m, R, i, kb, g,
 // t), see the pass): tiles of one row group (16 weight rows, the lanes of
@@ -607,7 +615,9 @@ std::optional<std::vector<int64_t>> rows_kernel_plan(llvm::ArrayRef<int64_t> r, 
   const int64_t tm = blocked ? largest_divisor(M, {4, 3, 2, 1}) : 1;
   const bool int8_activations = format == quantized_dot::kQ4_0x16 || format == quantized_dot::kQ8_0x16;
   const int64_t min_work =
-      int8_activations && M <= kDotMaxStreamingRows ? kInt8DecodeMinParallelWork : min_dot_work(M);
+      !int8_activations || M > kDotMaxStreamingRows ? min_dot_work(M)
+      : wide                                        ? kInt8DecodeMinParallelWork
+                                                    : kInt8DecodeMinParallelWorkAvx2;
   const bool parallel = threads > 1 && NR >= threads && M * N * K >= min_work;
   return std::vector<int64_t>{tm, 16, parallel ? 1 : 0, host.vnni ? 1 : 0, blocked ? 1 : 0, 1, wide ? 1 : 0, 0};
 }
