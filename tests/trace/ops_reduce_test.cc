@@ -314,5 +314,62 @@ TEST(ReduceMore, BadInputNamesOpAndShape) {
             std::string::npos);
 }
 
+// argmax / argmin over rows of 32000 (a sampler's logits: the two
+// vectorized passes, see first_extremum_index) against a naive loop that
+// keeps the first index on ties and takes the first NaN: ties 20000 apart
+// (and 1 apart, in one vector), two NaNs (the first wins both), a row of
+// -inf (index 0), -0 and +0 tied for the maximum (the first of them), the
+// extremum in the last element; f32 and bf16, one and two threads.
+TEST(ReduceMore, ArgmaxOfLongRowsKeepsFirstIndexAndNaN) {
+  const int64_t R = 6, C = 32000;
+  std::vector<float> x = testing::random_vec<float>(size_t(R * C), -3, 3, 41);
+  auto at = [&](int64_t r, int64_t c) -> float& { return x[size_t(r * C + c)]; };
+  at(0, 20007) = at(0, 7) = 10;
+  at(0, 100) = at(0, 101) = -10;
+  at(1, 3) = 100;
+  at(1, 31000) = at(1, 30001) = NAN;
+  for (int64_t c = 0; c < C; ++c) at(2, c) = -INFINITY;
+  for (int64_t c = 0; c < C; ++c) at(3, c) = -1.0f - std::abs(at(3, c));
+  at(3, 900) = 0.0f;
+  at(3, 500) = -0.0f;
+  at(4, C - 1) = 50;
+  at(4, C - 2) = -50;
+  for (int64_t c = 0; c < C; ++c) at(5, c) = float(c % 97) - 48.0f;  // ties every 97
+  for (DType d : {DType::kF32, DType::kBF16}) {
+    std::vector<float> xd = x;
+    if (d == DType::kBF16)
+      for (float& v : xd) v = bf16_to_float(float_to_bf16(v));
+    auto first = [&](int64_t r, bool is_max) {
+      int64_t best = 0;
+      for (int64_t c = 1; c < C; ++c) {
+        const float v = xd[size_t(r * C + c)], b = xd[size_t(r * C + best)];
+        if (!std::isnan(b) && (std::isnan(v) || (is_max ? v > b : v < b))) best = c;
+      }
+      return best;
+    };
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(dtype_name(d)) + " threads " + std::to_string(threads));
+      CompileFnOptions o;
+      o.compile.codegen.cpu.threads = threads;
+      const Shape s(d, {R, C}, {"r", "c"});
+      auto exe = must(compile_fn(cpu(), o, [](Tensor t) { return std::vector<Tensor>{argmax(t, "c"), argmin(t, "c", DType::kI64)}; }, s));
+      std::vector<Buffer> out = must(exe.call(to_device(s, Vals(xd.begin(), xd.end()))));
+      const std::vector<int32_t> amax = must(out[0].to_host<int32_t>());
+      const std::vector<int64_t> amin = must(out[1].to_host<int64_t>());
+      for (int64_t r = 0; r < R; ++r) {
+        EXPECT_EQ(amax[size_t(r)], first(r, true)) << "argmax row " << r;
+        EXPECT_EQ(amin[size_t(r)], first(r, false)) << "argmin row " << r;
+      }
+      EXPECT_EQ(amax[0], 7);
+      EXPECT_EQ(amax[1], 30001);
+      EXPECT_EQ(amin[1], 30001);
+      EXPECT_EQ(amax[2], 0);
+      EXPECT_EQ(amax[3], 500);
+      EXPECT_EQ(amax[4], C - 1);
+      EXPECT_EQ(amin[0], 100);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace radix

@@ -33,6 +33,12 @@ Tensor emit_map(CompilationContext& ctx, std::span<const Tensor* const> operands
 Tensor emit_unary(const char* op, const Tensor& x, DType out, const ScalarFn& fn);
 Tensor emit_binary(const char* op, const Tensor& a, const Tensor& b, DType out, const ScalarFn& fn);
 
+// The first index along axis `axis` of x's maximum (is_max) or minimum, a
+// NaN counting as the extremum (the first NaN wins); `out`: x's shape
+// without that axis, in an integer dtype. argmax / argmin and the sampler's
+// Gumbel-max draw (ops_reduce.cc: two vectorizable passes).
+Tensor first_extremum_index(CompilationContext& ctx, const Tensor& x, int axis, bool is_max, const Shape& out);
+
 // Static index attributes (offsets, sizes, strides of tensor slices).
 llvm::SmallVector<mlir::OpFoldResult> index_attrs(mlir::OpBuilder& b, llvm::ArrayRef<int64_t> v);
 // "{0, 'd'}": a list of axes for messages.

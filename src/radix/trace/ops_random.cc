@@ -280,42 +280,6 @@ RandomResult<> draw(CompilationContext& ctx, const Tensor& state, const Shape& o
   return {samples, advance(ctx, w, out.count())};
 }
 
-// Index of the maximum along `axis` (first on ties; a NaN counts as the
-// maximum), as i32: a linalg.generic reduction carrying (value, index).
-Tensor first_argmax(CompilationContext& ctx, const Tensor& x, int axis, const Shape& out) {
-  OpBuilder& b = ctx.builder();
-  mlir::MLIRContext* mctx = &ctx.mlir_context();
-  Location l = ctx.loc();
-  const unsigned r = static_cast<unsigned>(x.rank());
-  llvm::SmallVector<mlir::AffineExpr> out_exprs;
-  llvm::SmallVector<mlir::utils::IteratorType> iters;
-  for (unsigned i = 0; i < r; ++i) {
-    const bool red = static_cast<int>(i) == axis;
-    iters.push_back(red ? mlir::utils::IteratorType::reduction : mlir::utils::IteratorType::parallel);
-    if (!red) out_exprs.push_back(mlir::getAffineDimExpr(i, mctx));
-  }
-  mlir::AffineMap out_map = mlir::AffineMap::get(r, 0, out_exprs, mctx);
-  llvm::SmallVector<mlir::AffineMap> maps = {mlir::AffineMap::getMultiDimIdentityMap(r, mctx), out_map, out_map};
-  const Shape vals = out.with_dtype(x.dtype());
-  auto fe = llvm::cast<mlir::FloatType>(element_type(mctx, x.dtype()));
-  Value neg_inf = ar::ConstantOp::create(b, l, b.getFloatAttr(fe, llvm::APFloat::getInf(fe.getFloatSemantics(), true)));
-  Value v0 = mlir::linalg::FillOp::create(b, l, ValueRange{neg_inf}, ValueRange{empty_tensor(ctx, vals)}).getResult(0);
-  Value i0 = mlir::linalg::FillOp::create(b, l, ValueRange{c32(b, l, 0)}, ValueRange{empty_tensor(ctx, out)})
-                 .getResult(0);
-  auto g = mlir::linalg::GenericOp::create(
-      b, l, mlir::TypeRange{tensor_type(mctx, vals), tensor_type(mctx, out)}, ValueRange{value_of(x)},
-      ValueRange{v0, i0}, maps, iters, [&](OpBuilder& nb, Location nl, ValueRange a) {
-        Value i = ar::IndexCastOp::create(nb, nl, nb.getI32Type(),
-                                          mlir::linalg::IndexOp::create(nb, nl, static_cast<uint64_t>(axis)));
-        Value gt = ar::CmpFOp::create(nb, nl, ar::CmpFPredicate::OGT, a[0], a[1]);
-        Value x_nan = ar::CmpFOp::create(nb, nl, ar::CmpFPredicate::UNO, a[0], a[0]);
-        Value acc_num = ar::CmpFOp::create(nb, nl, ar::CmpFPredicate::ORD, a[1], a[1]);
-        Value take = ar::OrIOp::create(nb, nl, gt, ar::AndIOp::create(nb, nl, x_nan, acc_num));
-        mlir::linalg::YieldOp::create(
-            nb, nl, ValueRange{ar::SelectOp::create(nb, nl, take, a[0], a[1]), ar::SelectOp::create(nb, nl, take, i, a[2])});
-      });
-  return wrap(ctx, g.getResult(1), out);
-}
 
 }  // namespace
 
@@ -578,7 +542,7 @@ RandomResult<> categorical(const Tensor& state, const Tensor& logits, const Axis
                                 if (d != ct) z = ar::ExtFOp::create(b, l, element_type(b.getContext(), ct), z);
                                 return ar::AddFOp::create(b, l, z, gumbel_of(b, l, x, d));
                               });
-  return {first_argmax(ctx, noisy.samples, *logits.shape().find_axis(axis), out), noisy.state};
+  return {first_extremum_index(ctx, noisy.samples, *logits.shape().find_axis(axis), /*is_max=*/true, out), noisy.state};
 }
 
 Tensor philox4x32(const Tensor& counters, const Tensor& key) {
