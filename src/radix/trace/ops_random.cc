@@ -280,7 +280,6 @@ RandomResult<> draw(CompilationContext& ctx, const Tensor& state, const Shape& o
   return {samples, advance(ctx, w, out.count())};
 }
 
-
 }  // namespace
 
 // ---------------------------------------------------------------- shape inference

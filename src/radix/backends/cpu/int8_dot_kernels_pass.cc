@@ -58,7 +58,8 @@
 // Q4_0x16 products (W's rows interleaved by 16 in memory) have a builder of
 // their own (RowsKernelBuilder): the interleaved tiles' lanes-as-rows
 // form for decode and prompts, reading W as it is stored (Q8_0x16 decode on
-// one thread: two row groups per tile, two streams through W).
+// one thread, and with AVX2 on two: two row groups per tile, two streams
+// through W; AVX2's Q4_0x16 decode prefetches the block 2 KiB ahead).
 // With f32 activations ("q4_0x16_f32", "q8_0x16_f32") they widen W to f32
 // in registers instead (f32_rows_kernel.cc).
 //
@@ -1007,8 +1008,8 @@ class RowsKernelBuilder {
     // (either generator loaded first), stories15M 1.02-1.11x. Four streams:
     // no faster (0.94-0.99x in the decode). Two threads there: 0.99-1.01x.
     // On Zen 3 (AVX2), two threads, [1,4096]·W[4096,4096]ᵀ: 1.15x over 8
-    // copies, 1.09x in the LLC; stories110M Q8_0 decode 1.20x, stories15M
-    // 1.15x. (Prefetching ahead as Q4_0 does instead: 0.88-0.95x of two
+    // copies, 1.09x in the LLC; stories110M Q8_0 decode 1.09-1.20x,
+    // stories15M 1.15-1.24x. (Prefetching ahead as Q4_0 does instead: 0.88-0.95x of two
     // streams on Zen 3, in the LLC and from memory.)
     streams_ = one_row && q8_ && NR % 2 == 0 && (!plan_.parallel || lanes_ == 8) ? 2 : 1;
     // Q4_0 with AVX2: one stream, each block prefetching the block
@@ -1018,10 +1019,12 @@ class RowsKernelBuilder {
     // process alternating the forms, [1,4096]·W[4096,4096]ᵀ and
     // [1,768]·W[2048,768]ᵀ: over 8 / 64 cold copies 1.19-1.39x of one
     // stream without prefetches (two streams: 1.30-1.34x), in the caches
-    // 0.94-0.97x (two streams 0.87-0.88x); blocks 4 / 16 / 32 ahead 1.21 /
-    // 1.18 / 1.20x from memory (8: 1.22-1.33x, 12: 1.33-1.39x), half the
-    // lines 0.47-0.62x (the hardware prefetcher loses the stream);
-    // stories110M Q4_0 decode 1.25x on one thread, 1.15x on two. Zen 5
+    // 0.98-0.99x (two streams 0.87-0.88x; 0.94-0.97x when each block's
+    // (group, block) was divided out of a flat index, hence the flat views);
+    // blocks 4 / 16 / 32 ahead 1.21 / 1.18 / 1.20x from memory (8:
+    // 1.22-1.33x, 12: 1.33-1.39x), half the lines 0.47-0.62x (the hardware
+    // prefetcher loses the stream); stories110M Q4_0 decode 1.28-1.32x on
+    // one thread, 1.13-1.20x on two, stories15M (in the LLC) 1.03x. Zen 5
     // (16 lanes) keeps its measured form: prefetching the next group there
     // was 8-13% slower, two streams 0.95-1.09x.
     prefetch_ahead_ = one_row && !q8_ && lanes_ == 8;

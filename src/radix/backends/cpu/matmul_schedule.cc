@@ -578,7 +578,7 @@ constexpr int64_t kInt8DecodeMinParallelWork = int64_t{1} << 19;
 // multiply-adds (stories15M's layers all split: the merged q / k / v and
 // gate / up products, wo, w2). Measured on Zen 3, a random stories15M, 64
 // decode steps, two threads, alternated in one process against 2^19:
-// Q4_0 1.05-1.11x, Q8_0 1.09-1.37x; from 2^17 (the 221K products alone)
+// Q4_0 1.03-1.11x, Q8_0 1.09-1.37x; from 2^17 (the 221K products alone)
 // Q4_0 0.94-1.07x, Q8_0 1.09-1.11x.
 constexpr int64_t kInt8DecodeMinParallelWorkAvx2 = int64_t{1} << 16;
 
