@@ -1020,6 +1020,45 @@ TEST(Schedule, DotProductTilesPrefetchTheNextWeightRows) {
   }
 }
 
+// One-row dot-product tiles of rows under 1 KiB prefetch as many rows
+// ahead as fit in 2 KiB (stories15M's 576-byte bf16 rows: 3), longer rows
+// the next one (stories110M's 1.5 KiB: 1): the prefetched row is the tile's
+// row plus that many, clamped to the last row (N = 64: 63). AVX-512 and
+// AVX2 tilings (both one row per tile here), against a double loop.
+TEST(Schedule, ShortDotProductRowsPrefetchRowsAhead) {
+  const int64_t N = 64;
+  for (const IsaCase& c : kIsas) {
+    if (c.isa.f32_lanes < 8) continue;
+    for (auto [K, ahead] : {std::pair<int64_t, int>{288, 3}, {768, 1}}) {
+      const std::string what = std::string(c.name) + " K=" + std::to_string(K);
+      std::vector<float> x = testing::random_vec<float>(size_t(K), -1, 1, 73);
+      std::vector<float> wf = testing::random_vec<float>(size_t(N * K), -1, 1, 74);
+      std::vector<uint16_t> wb(wf.size());
+      for (size_t i = 0; i < wf.size(); ++i) wf[i] = bf16_to_float(wb[i] = float_to_bf16(wf[i]));
+      fs::path dir = fs::temp_directory_path() / ("radix-dotahead-" + std::to_string(::getpid()));
+      CompileFnOptions o = testing::isa_options(c, 1, {"bufferize"}, dir);
+      o.compile.codegen.cpu.bf16_kernels = false;
+      const Shape xs(DType::kF32, {1, K}), ws(DType::kBF16, {N, K});
+      auto exe = must(compile_fn(
+          cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
+      const std::string ir = slurp_stage(dir, "bufferize.mlir");
+      fs::remove_all(dir);
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(
+          ir, m, std::regex(R"(arith\.addi %\w+, %c(\d+)(?:_\d+)? : index\s*\n\s*(%\w+) = arith\.minui %\w+, %c63(?:_\d+)? : index\s*\n\s*memref\.prefetch %arg1\[\2,)")))
+          << what << "\n" << ir;
+      EXPECT_EQ(m[1].str(), std::to_string(ahead)) << what << "\n" << ir;
+      std::vector<float> got = must(must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, wb)))).to_host<float>());
+      ASSERT_EQ(got.size(), size_t(N));
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += double(x[size_t(k)]) * wf[size_t(j * K + k)];
+        ASSERT_NEAR(got[size_t(j)], acc, 1e-4) << what << " row " << j;  // K f32 products of magnitude <= 1
+      }
+    }
+  }
+}
+
 // A dot-product tile's partial sums ([tm, tn, v] lanes -> [tm, tn]) combine
 // as one vector.reduction per output (a shuffle tree), not as a chain of one
 // scalar add per lane; a column sum (the reduced dim outermost) keeps vector
