@@ -15,7 +15,7 @@
 // without its prefetches in the same process: bf16 8.9 -> 13.2 GB/s of
 // weights (0.59 -> 0.88 of a plain read), f32 14.8 -> 15.6 GB/s. One tile
 // ahead is enough there (two tiles or L1 as the target measured no better;
-// L1 was worse for f32); one-row tiles of rows under 1 KiB read further
+// L1 was worse for f32); one-row tiles of rows of at most 1 KiB read further
 // ahead (tiles_ahead).
 //
 // Reads of a buffer with no rows past the block read (a decode step's [1, K]
@@ -77,7 +77,7 @@ bool is_streamed_buffer(mlir::Value buffer) {
 }
 
 // How many tiles ahead a dot-product tile's prefetches read: one, or for
-// one-row tiles of rows under 1 KiB as many rows as fit in
+// one-row tiles of rows of at most 1 KiB as many rows as fit in
 // kPrefetchAheadBytes. Why: one short row ahead is too close to cover the
 // latency of the next lines. Measured on Zen 3 (AVX2), stories15M bf16
 // decode (576-byte rows, the classifier 58% of the step), alternated in one
