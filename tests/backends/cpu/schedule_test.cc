@@ -1020,7 +1020,7 @@ TEST(Schedule, DotProductTilesPrefetchTheNextWeightRows) {
   }
 }
 
-// One-row dot-product tiles of rows under 1 KiB prefetch as many rows
+// One-row dot-product tiles of rows of at most 1 KiB prefetch as many rows
 // ahead as fit in 2 KiB (stories15M's 576-byte bf16 rows: 3), longer rows
 // the next one (stories110M's 1.5 KiB: 1): the prefetched row is the tile's
 // row plus that many, clamped to the last row (N = 64: 63). AVX-512 and
