@@ -67,6 +67,30 @@ std::vector<bool> reduced_axes(const char* op, const Tensor& x, const Axes& axes
   return red;
 }
 
+// A reduction generic's pieces over x's rank: the identity map of x, the map
+// to the output (the kept axes, in order) and the iterator types
+// (reduction where red[i]).
+struct ReductionMaps {
+  mlir::AffineMap in, out;
+  llvm::SmallVector<mlir::utils::IteratorType> iters;
+};
+ReductionMaps reduction_maps(mlir::MLIRContext* mctx, const std::vector<bool>& red) {
+  const unsigned r = static_cast<unsigned>(red.size());
+  llvm::SmallVector<mlir::AffineExpr> out_exprs;
+  ReductionMaps m;
+  for (unsigned i = 0; i < r; ++i) {
+    if (red[i]) {
+      m.iters.push_back(mlir::utils::IteratorType::reduction);
+    } else {
+      m.iters.push_back(mlir::utils::IteratorType::parallel);
+      out_exprs.push_back(mlir::getAffineDimExpr(i, mctx));
+    }
+  }
+  m.in = mlir::AffineMap::getMultiDimIdentityMap(r, mctx);
+  m.out = mlir::AffineMap::get(r, 0, out_exprs, mctx);
+  return m;
+}
+
 Tensor reduce(const char* op, const Tensor& x, const Axes& axes, ReduceOptions opts, RK kind) {
   CompilationContext& ctx = context_for(op, {&x});
   if (is_bool(x.dtype()) && (kind == RK::kSum || kind == RK::kProd))
@@ -89,26 +113,15 @@ Tensor reduce(const char* op, const Tensor& x, const Axes& axes, ReduceOptions o
       }
     out = Shape(x.dtype(), std::span<const int64_t>(dims), std::span<const Tag>(tags));
   }
-  llvm::SmallVector<mlir::AffineExpr> out_exprs;
-  llvm::SmallVector<mlir::utils::IteratorType> iters;
-  for (int i = 0; i < x.rank(); ++i) {
-    if (red[static_cast<size_t>(i)]) {
-      iters.push_back(mlir::utils::IteratorType::reduction);
-    } else {
-      iters.push_back(mlir::utils::IteratorType::parallel);
-      out_exprs.push_back(mlir::getAffineDimExpr(static_cast<unsigned>(i), mctx));
-    }
-  }
-  unsigned r = static_cast<unsigned>(x.rank());
-  llvm::SmallVector<mlir::AffineMap> maps = {mlir::AffineMap::getMultiDimIdentityMap(r, mctx),
-                                             mlir::AffineMap::get(r, 0, out_exprs, mctx)};
+  const ReductionMaps rm = reduction_maps(mctx, red);
+  llvm::SmallVector<mlir::AffineMap> maps = {rm.in, rm.out};
   DType d = x.dtype();
   Value init = identity(b, l, d, kind);
   Value filled = mlir::linalg::FillOp::create(b, l, mlir::ValueRange{init}, mlir::ValueRange{empty_tensor(ctx, out)})
                      .getResult(0);
   auto g = mlir::linalg::GenericOp::create(
       b, l, mlir::TypeRange{tensor_type(mctx, out)}, mlir::ValueRange{value_of(x)}, mlir::ValueRange{filled}, maps,
-      iters, [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::ValueRange args) {
+      rm.iters, [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::ValueRange args) {
         mlir::linalg::YieldOp::create(nb, nl, combine(nb, nl, d, kind, args[0], args[1]));
       });
   Tensor res = wrap(ctx, g.getResult(0), out);
@@ -195,22 +208,13 @@ Tensor detail::first_extremum_index(CompilationContext& ctx, const Tensor& x, in
   // largest index value), which cannot happen: the extremum is an element.
   Value iinit = mlir::linalg::FillOp::create(b, l, mlir::ValueRange{identity(b, l, id, RK::kMin)},
                                              mlir::ValueRange{empty_tensor(ctx, out)}).getResult(0);
-  const unsigned r = static_cast<unsigned>(x.rank());
-  llvm::SmallVector<mlir::AffineExpr> out_exprs;
-  llvm::SmallVector<mlir::utils::IteratorType> iters;
-  for (unsigned i = 0; i < r; ++i) {
-    if (static_cast<int>(i) == axis) {
-      iters.push_back(mlir::utils::IteratorType::reduction);
-    } else {
-      iters.push_back(mlir::utils::IteratorType::parallel);
-      out_exprs.push_back(mlir::getAffineDimExpr(i, mctx));
-    }
-  }
-  mlir::AffineMap out_map = mlir::AffineMap::get(r, 0, out_exprs, mctx);
-  llvm::SmallVector<mlir::AffineMap> maps = {mlir::AffineMap::getMultiDimIdentityMap(r, mctx), out_map, out_map};
+  std::vector<bool> red(static_cast<size_t>(x.rank()), false);
+  red[static_cast<size_t>(axis)] = true;
+  const ReductionMaps rm = reduction_maps(mctx, red);
+  llvm::SmallVector<mlir::AffineMap> maps = {rm.in, rm.out, rm.out};
   auto g = mlir::linalg::GenericOp::create(
       b, l, mlir::TypeRange{tensor_type(mctx, out)}, mlir::ValueRange{value_of(x), value_of(best)}, mlir::ValueRange{iinit},
-      maps, iters, [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::ValueRange args) {
+      maps, rm.iters, [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::ValueRange args) {
         namespace ar = mlir::arith;
         Value v = args[0], e = args[1], acc = args[2];
         Value hit;

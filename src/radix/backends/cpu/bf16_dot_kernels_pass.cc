@@ -90,7 +90,6 @@ class Bf16KernelBuilder {
                : mlir::memref::AllocaOp::create(b_, loc_, xt, b_.getI64IntegerAttr(64)).getResult();
     round_x(M, K);
 
-    Value zero = idx(0);
     auto body = [&](mlir::OpBuilder& b, Value tile) {
       mlir::OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());

@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "radix/backends/cpu/cpu_passes.h"
+#include "radix/backends/cpu/kernel_loops.h"
 
 namespace radix {
 
@@ -45,10 +46,7 @@ struct FlatFillsPass : public mlir::PassWrapper<FlatFillsPass, mlir::OperationPa
     for (mlir::linalg::FillOp f : fills) {
       mlir::OpBuilder b(f);
       mlir::Value dst = f.getDpsInitOperand(0)->get();
-      const int64_t rank = llvm::cast<mlir::MemRefType>(dst.getType()).getRank();
-      mlir::SmallVector<mlir::ReassociationIndices, 1> all(1);
-      for (int64_t d = 0; d < rank; ++d) all[0].push_back(d);
-      mlir::Value flat = mlir::memref::CollapseShapeOp::create(b, f.getLoc(), dst, all).getResult();
+      mlir::Value flat = flat_view(b, f.getLoc(), dst);
       mlir::linalg::FillOp::create(b, f.getLoc(), mlir::ValueRange{f.getInputs()[0]}, mlir::ValueRange{flat});
       f.erase();
     }

@@ -1029,8 +1029,8 @@ class RowsKernelBuilder {
     // was 8-13% slower, two streams 0.95-1.09x.
     prefetch_ahead_ = one_row && !q8_ && lanes_ == 8;
     if (prefetch_ahead_) {
-      w_flat_ = flat_view(operand(w_op_));
-      ws_flat_ = flat_view(operand(ws_op_));
+      w_flat_ = flat_view(b_, loc_, operand(w_op_));
+      ws_flat_ = flat_view(b_, loc_, operand(ws_op_));
       prefetch_ahead_ = w_flat_ && ws_flat_;
     }
     const int64_t tiles = NR / streams_;  // streams_ row groups each
@@ -1218,15 +1218,6 @@ class RowsKernelBuilder {
                                        /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
     mlir::memref::PrefetchOp::create(b_, loc_, ws_flat_, mlir::arith::MulIOp::create(b_, loc_, blk, idx(16)).getResult(),
                                      /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
-  }
-
-  // `v` (a contiguous row-major memref) as one dimension, or a null Value.
-  Value flat_view(Value v) {
-    auto t = llvm::cast<mlir::MemRefType>(v.getType());
-    if (!mlir::memref::isStaticShapeAndContiguousRowMajor(t)) return {};
-    mlir::SmallVector<mlir::ReassociationIndices, 1> all(1);
-    for (int64_t d = 0; d < t.getRank(); ++d) all[0].push_back(d);
-    return mlir::memref::CollapseShapeOp::create(b_, loc_, v, all).getResult();
   }
 
   // The sum of accumulator a's chains (pairwise).

@@ -1,7 +1,7 @@
 // Loop scaffolding shared by the CPU backend's hand-built kernels
 // (radix-int8-dot-kernels, radix-bf16-dot-kernels, f32_rows_kernel.cc): the
 // tile loop over threads, the per-thread stack scope of a tile's buffers,
-// and small constants and indices they all build.
+// and small constants, indices and views they all build.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
@@ -18,6 +19,17 @@ namespace radix {
 // A vector constant with every lane `v`, at b's insertion point.
 inline mlir::Value splat_constant(mlir::OpBuilder& b, mlir::Location loc, mlir::VectorType t, mlir::TypedAttr v) {
   return mlir::arith::ConstantOp::create(b, loc, mlir::DenseElementsAttr::get(t, v));
+}
+
+// `v`, a static contiguous row-major memref, as one dimension (a
+// memref.collapse_shape of all its dims, at b's insertion point); a null
+// Value when it is not contiguous.
+inline mlir::Value flat_view(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v) {
+  auto t = llvm::cast<mlir::MemRefType>(v.getType());
+  if (!mlir::memref::isStaticShapeAndContiguousRowMajor(t)) return {};
+  llvm::SmallVector<mlir::ReassociationIndices, 1> all(1);
+  for (int64_t d = 0; d < t.getRank(); ++d) all[0].push_back(d);
+  return mlir::memref::CollapseShapeOp::create(b, loc, v, all).getResult();
 }
 
 // Indices into an operand of x: row m first where the op has an m loop
