@@ -19,6 +19,7 @@
 // slot for every iteration of a sequential loop is safe. It is never hoisted
 // out of an scf.forall / scf.parallel body (iterations run concurrently);
 // the OpenMP lowering wraps such bodies in a stack scope of their own.
+#include "llvm/ADT/SmallPtrSet.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -50,21 +51,29 @@ std::optional<int64_t> static_bytes(mlir::MemRefType t) {
 // True when every use of `v` (through views) stays inside the op using it:
 // loads, stores, transfers, copies, linalg ops... but no terminator, call,
 // or op producing a memref that is not a view of `v`. One-shot
-// bufferization threads a row temporary through its fill loop's iter_args
-// (yielded back unchanged): followed through the loop.
-bool stays_local(mlir::Value v) {
+// bufferization threads a tile loop's output buffer through its iter_args
+// (an scf.for per tiled dim, each inner loop's result yielded by the one
+// around it): followed through the loops, in and out. A yield is safe only
+// from a loop that does not contain `alloc`: there the same buffer goes
+// around; yielded from the loop it is allocated in, one stack slot would
+// hold two iterations' values at once. `seen`: values already followed (a
+// loop's iter arg reaches its own yield).
+bool stays_local(mlir::Value v, mlir::Operation* alloc, llvm::SmallPtrSetImpl<mlir::Value>& seen) {
+  if (!seen.insert(v).second) return true;
+  // The buffer flows into loop `loop`'s iter arg and result i.
+  auto through_loop = [&](mlir::scf::ForOp loop, unsigned i) {
+    return stays_local(loop.getRegionIterArgs()[i], alloc, seen) && stays_local(loop.getResult(i), alloc, seen);
+  };
   for (mlir::OpOperand& use : v.getUses()) {
     mlir::Operation* user = use.getOwner();
     if (auto y = llvm::dyn_cast<mlir::scf::YieldOp>(user)) {
       auto loop = llvm::dyn_cast<mlir::scf::ForOp>(y->getParentOp());
-      if (loop && v == loop.getRegionIterArgs()[use.getOperandNumber()]) continue;
+      if (loop && !loop->isAncestor(alloc) && through_loop(loop, use.getOperandNumber())) continue;
       return false;
     }
     if (auto loop = llvm::dyn_cast<mlir::scf::ForOp>(user)) {
       const unsigned first_init = loop.getNumControlOperands();
-      if (use.getOperandNumber() < first_init) return false;
-      const unsigned i = use.getOperandNumber() - first_init;
-      if (!stays_local(loop.getRegionIterArgs()[i]) || !stays_local(loop.getResult(i))) return false;
+      if (use.getOperandNumber() < first_init || !through_loop(loop, use.getOperandNumber() - first_init)) return false;
       continue;
     }
     if (user->hasTrait<mlir::OpTrait::IsTerminator>() || llvm::isa<mlir::CallOpInterface>(user) ||
@@ -73,7 +82,7 @@ bool stays_local(mlir::Value v) {
     if (auto view = llvm::dyn_cast<mlir::ViewLikeOpInterface>(user)) {
       if (view.getViewSource() == v) {
         for (mlir::Value r : user->getResults())
-          if (!stays_local(r)) return false;
+          if (!stays_local(r, alloc, seen)) return false;
         continue;
       }
     }
@@ -81,6 +90,10 @@ bool stays_local(mlir::Value v) {
       if (llvm::isa<mlir::BaseMemRefType>(r.getType())) return false;
   }
   return true;
+}
+bool stays_local(mlir::memref::AllocOp a) {
+  llvm::SmallPtrSet<mlir::Value, 16> seen;
+  return stays_local(a.getResult(), a, seen);
 }
 
 // The block a buffer allocated at `op` moves to: up through sequential
@@ -117,7 +130,7 @@ struct StackSmallBuffersPass
       std::optional<int64_t> bytes = static_bytes(a.getType());
       if (!bytes || *bytes > kMaxBufferBytes || !a.getDynamicSizes().empty() || !a.getSymbolOperands().empty())
         continue;
-      if (!stays_local(a.getResult())) continue;
+      if (!stays_local(a)) continue;
       mlir::Block* to = placement(a);
       // Only blocks that run their ops once per call or per parallel
       // iteration: a function's body or a parallel loop's body.
