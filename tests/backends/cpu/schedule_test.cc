@@ -1107,12 +1107,13 @@ TEST(Schedule, DotProductSumsCombineAsTreesColumnSumsAsVectorAdds) {
   }
 }
 
-// A prompt times bf16 weights [n, k]: B's packing copy transposes p x 8
+// A prompt times bf16 weights [n, k], short rows (K < 4M: not operand-
+// swapped, so not widened first): B's packing copy transposes p x 8
 // tiles of bf16, which move as i16 (radix-half-transposes-as-integers;
 // AVX2 has no bf16 vectors and LLVM took them apart element by element).
 // The product against a double loop.
 TEST(Schedule, Bf16WeightPackingTransposesI16Lanes) {
-  const int64_t M = 32, K = 256, N = 512;
+  const int64_t M = 64, K = 128, N = 512;
   std::vector<float> x = testing::random_vec<float>(size_t(M * K), -1, 1, 91);
   std::vector<float> wf = testing::random_vec<float>(size_t(N * K), -1, 1, 92);
   std::vector<uint16_t> wb(wf.size());
@@ -1141,6 +1142,53 @@ TEST(Schedule, Bf16WeightPackingTransposesI16Lanes) {
       // 256 f32 products of magnitude <= 1.
       ASSERT_NEAR(got[size_t(i * N + j)], acc, 5e-5) << i << "," << j;
     }
+}
+
+// A prompt times 16-bit weights whose f32 form is operand-swapped (K >= 4M):
+// W widened to f32 by an elementwise op that the packed schedule fuses into
+// each K block of its A operand (widen_half_weights_of_prompts), so the
+// script fuses it (twice: into the output block loop, then the K loop) and
+// never falls back; on 16 registers, 2048 rows (no whole 96-row blocks)
+// split at 2016 first, the last 32 rows a 16-bit product of their own.
+// bf16 and f16, every ISA's tiling, one and two threads, against a double
+// loop over the rounded weights.
+TEST(Schedule, HalfWeightsOfPromptsAreWidenedInTheirKBlocks) {
+  const int64_t M = 32, K = 256;
+  for (DType wd : {DType::kBF16, DType::kF16})
+    for (int64_t N : {int64_t{768}, int64_t{2048}})
+      for (const IsaCase& c : kIsas)
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE(std::string(dtype_name(wd)) + " N " + std::to_string(N) + " " + c.name + " threads " +
+                       std::to_string(threads));
+          std::vector<float> x = testing::random_vec<float>(size_t(M * K), -1, 1, 93);
+          std::vector<float> wf = testing::random_vec<float>(size_t(N * K), -1, 1, 94);
+          std::vector<uint16_t> wb(wf.size());
+          for (size_t i = 0; i < wf.size(); ++i)
+            wf[i] = wd == DType::kBF16 ? bf16_to_float(wb[i] = float_to_bf16(wf[i]))
+                                       : f16_to_float(wb[i] = float_to_f16(wf[i]));
+          fs::path dir = fs::temp_directory_path() / ("radix-widen-" + std::to_string(::getpid()));
+          CompileFnOptions o = testing::isa_options(c, threads, {"schedule-script"}, dir);
+          o.compile.codegen.cpu.bf16_kernels = false;  // AVX-512 BF16 hosts: their kernels take bf16 (bf16_kernels_test)
+          const Shape xs(DType::kF32, {M, K}), ws(wd, {N, K});
+          auto exe = must(compile_fn(
+              cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
+          EXPECT_FALSE(exe.executable().stats().schedule_fell_back);
+          const std::string script = slurp_stage(dir, "schedule-script.mlir");
+          fs::remove_all(dir);
+          EXPECT_NE(script.find(", 1 half-precision weights widened"), std::string::npos) << script.substr(0, 400);
+          // One packed part reads the widened W (the fusion's one match).
+          EXPECT_EQ(testing::count_of(script, "attributes{radix.widened_weights = 0 : i64}"), 1u) << script;
+          std::vector<float> got =
+              must(must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, wb)))).to_host<float>());
+          ASSERT_EQ(got.size(), size_t(M * N));
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              double acc = 0;
+              for (int64_t k = 0; k < K; ++k) acc += double(x[size_t(i * K + k)]) * wf[size_t(j * K + k)];
+              // 256 f32 products of magnitude <= 1.
+              ASSERT_NEAR(got[size_t(i * N + j)], acc, 5e-5) << i << "," << j;
+            }
+        }
 }
 
 // A single row times short weight rows reads one weight row per tile, up

@@ -114,6 +114,81 @@ int swap_small_row_matmuls(mlir::ModuleOp module, const VectorIsa& isa) {
   return static_cast<int>(mms.size());
 }
 
+// ---- Prompts times 16-bit weights ---------------------------------------------
+// x[M, K] · W[N, K]ᵀ with f32 x and bf16 / f16 W (a prompt times a Llama's
+// half-precision weights) where no bf16 dot-product kernel takes it (hosts
+// without AVX-512 BF16) and the f32 product would be operand-swapped: the
+// product of x and widen(W), an elementwise bf16 -> f32 op that the packed
+// schedule then fuses into each K block of its A operand (W's rows), so a
+// block of W is widened once, into cache, right before its register tiles
+// read it (widened_into_packed_a). Packed as it was, W's bf16 panels were
+// widened again in every register tile (a shift and a zero extension per 8
+// values beside 12 FMAs), once per 6-row tile of x.
+namespace {
+std::pair<mlir::linalg::LinalgOp, mlir::linalg::LinalgOp> split_product(mlir::linalg::LinalgOp op, int dim, int64_t at);
+}  // namespace
+
+int widen_half_weights_of_prompts(mlir::ModuleOp module, const VectorIsa& isa, int threads, const Int8Target& host) {
+  llvm::SmallVector<mlir::linalg::MatmulOp> mms;
+  module.walk([&](mlir::linalg::MatmulOp mm) {
+    auto lin = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation());
+    if (!b_transposed(lin) || !all_static(lin) || mm.getNumDpsInputs() != 2) return;
+    auto et = [&](unsigned i) { return llvm::cast<mlir::ShapedType>(mm->getOperand(i).getType()).getElementType(); };
+    if (!et(0).isF32() || !(et(1).isBF16() || et(1).isF16()) || !et(2).isF32()) return;
+    if (lin.getStaticLoopRanges()[0] < kPackedMinRowsTransposedB || bf16_kernel_plan(lin, threads, host)) return;
+    mms.push_back(mm);
+  });
+  int widened = 0;
+  for (mlir::linalg::MatmulOp mm : mms) {
+    // 16 registers: the swapped product of W rows no 6-row block divides
+    // runs in two parts (see emit_packed_matmul), and the fusion reaches
+    // only a part that reads W itself: the rows past the last whole
+    // kWideBlockM block are a product of their own, left 16-bit.
+    const int64_t whole = *kWideBlockM.begin();
+    llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
+    if (isa.registers < 32 && r[1] > whole && r[1] % whole != 0) {
+      if (!mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>() ||
+          !swap_pays(r[0], r[1] / whole * whole, r[2], isa))
+        continue;
+      mm = llvm::cast<mlir::linalg::MatmulOp>(split_product(mm, 1, r[1] / whole * whole).first.getOperation());
+    }
+    mlir::OpBuilder b(mm);
+    mlir::Location loc = mm.getLoc();
+    mlir::Value w = mm.getDpsInputOperand(1)->get();
+    auto wt = llvm::cast<mlir::RankedTensorType>(w.getType());
+    mlir::MLIRContext* ctx = b.getContext();
+    llvm::SmallVector<mlir::AffineMap, 2> maps(2, mlir::AffineMap::getMultiDimIdentityMap(2, ctx));
+    llvm::SmallVector<mlir::utils::IteratorType, 2> iters(2, mlir::utils::IteratorType::parallel);
+    auto widen = mlir::linalg::GenericOp::create(
+        b, loc, mlir::TypeRange{mlir::RankedTensorType::get(wt.getShape(), b.getF32Type())}, mlir::ValueRange{w},
+        mlir::ValueRange{mlir::tensor::EmptyOp::create(b, loc, wt.getShape(), b.getF32Type())}, maps, iters,
+        [](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange args) {
+          mlir::linalg::YieldOp::create(nb, l, mlir::arith::ExtFOp::create(nb, l, nb.getF32Type(), args[0]).getResult());
+        });
+    widen->setAttr(kWidenedMark, b.getI64IntegerAttr(widened));
+    llvm::SmallVector<mlir::NamedAttribute, 1> attrs = {b.getNamedAttr("indexing_maps", mm.getIndexingMaps())};
+    auto wide = mlir::linalg::MatmulOp::create(b, loc, mm->getResultTypes(),
+                                               mlir::ValueRange{mm.getDpsInputOperand(0)->get(), widen.getResult(0)},
+                                               mlir::ValueRange{mm.getDpsInitOperand(0)->get()}, attrs);
+    if (!swaps_operands(wide, isa)) {  // packed as B or not packed: W stays 16-bit
+      wide->erase();
+      widen->erase();
+      continue;
+    }
+    mm->getResult(0).replaceAllUsesWith(wide.getResult(0));
+    mm->erase();
+    ++widened;
+  }
+  return widened;
+}
+
+bool widened_into_packed_a(mlir::Operation* op, const VectorIsa& isa) {
+  if (!op->hasAttr(kWidenedMark) || !op->getResult(0).hasOneUse()) return false;
+  mlir::OpOperand& use = *op->getResult(0).getUses().begin();
+  auto mm = plain_matmul(use.getOwner());
+  return mm && use.getOperandNumber() == 0 && use_packed_schedule(mm, isa);
+}
+
 // ---- Matmuls padded to whole tiles -------------------------------------------
 // The schedules above tile statically: every block and register tile must
 // divide its dim (a partial tile has dynamic sizes, which the vectorizer

@@ -150,9 +150,11 @@ bool uses_small_blocks(int64_t M, int64_t N, int64_t K, int64_t tm, int64_t tn) 
 }
 
 // Packs B/C into panels (see the knobs above), tiles, and vectorizes.
+// `widened`: the kWidenedMark value of A's producer, a bf16 / f16 -> f32
+// widening fused into each part's K blocks (empty: none).
 static void emit_packed_matmul(std::ostringstream& body, const std::string& id, const VectorIsa& isa, int threads,
                         bool transposed_b, bool f32_b, const PackBlocks& blk, int64_t rows, int64_t cols,
-                        int64_t depth) {
+                        int64_t depth, const std::string& widened) {
   const int64_t panel = panel_width(cols, isa);
   const int64_t reg_m = packed_reg_m(isa);
   const std::string p = id + "p";
@@ -243,16 +245,38 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
     // -> 0.96x / 0.87-0.89 -> 0.93-0.97x, 2048^3 0.91 -> 0.99x; AVX-512
     // code alike either way (1024^3 - 4096^3, one and two threads).
     const int64_t col_blocks = cols / blk.n;
+    std::string block_loop;  // the innermost loop of the output blocks
     if (threads > 1 && !fuse_b_pack && col_blocks % threads == 0) {
       emit_forall(body, part.handle, t + "c", {0, blk.n / panel, 0, 0});
       emit_tile(body, t + "c", t + "b", {part.bm, 0, 0, 0});
+      block_loop = t + "b_l0";
     } else if (threads > 1) {
       emit_forall(body, part.handle, t + "b", {part.bm, thread_panels(part.rows, part.bm), 0, 0});
+      block_loop = t + "b_fa";
     } else {
+      block_loop = t + "b_l1";
       emit_tile(body, part.handle, t + "b", {part.bm, blk.n / panel, 0, 0},
                 fuse_b_pack ? std::vector<int64_t>{} : std::vector<int64_t>{1, 0, 2, 3});
     }
     emit_tile(body, t + "b", t + "k", {0, 0, blk.k, 0});
+    if (!widened.empty()) {
+      // The widening of this part's A block, computed inside its K loop
+      // (into a [block rows, K block] f32 tile, L2-sized): fused into the
+      // output block loop (which slices A) and from there into the K loop
+      // (whose slices of that slice the register tiles read). The match finds
+      // the whole-W op alone (a part fused before vectorized its own copy
+      // away); after the last part it has no uses left, and the
+      // canonicalization at the script's end erases it.
+      const std::string w = t + "w";
+      body << "    %" << w << "m = transform.structured.match ops{[\"linalg.generic\"]} attributes{" << kWidenedMark
+           << " = " << widened << " : i64} in %root : (!transform.any_op) -> !transform.any_op\n"
+           << "    %" << w << "b, %" << w << "bl = transform.structured.fuse_into_containing_op %" << w << "m into %"
+           << block_loop << " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
+           << "    %" << w << "f, %" << w << "l = transform.structured.fuse_into_containing_op %" << w << "b into %" << t
+           << "k_l0 : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
+      emit_tile(body, w + "f", w + "t", {1, largest_divisor(blk.k, {2 * isa.f32_lanes, isa.f32_lanes, 4})});
+      body << "    transform.structured.vectorize %" << w << "t : !transform.any_op\n";
+    }
     emit_tile(body, t + "k", t + "r", {part.reg_m, 1, 0, 0});
     body << "    transform.annotate %" << t << "r_l1 \"" << kAccTileLoopMark << "\" : !transform.any_op\n";
     emit_tile(body, t + "r", t + "s", {0, 0, kRegK, 0});
@@ -870,8 +894,11 @@ bool emit_contraction(std::ostringstream& body, mlir::linalg::LinalgOp op, const
       match();
       const bool f32_b =
           llvm::cast<mlir::ShapedType>(mm.getDpsInputOperand(1)->get().getType()).getElementType().isF32();
+      std::string widened;
+      if (mlir::Operation* a = mm.getDpsInputOperand(0)->get().getDefiningOp(); a && widened_into_packed_a(a, isa))
+        widened = std::to_string(llvm::cast<mlir::IntegerAttr>(a->getAttr(kWidenedMark)).getInt());
       emit_packed_matmul(body, id, isa, threads, bt, f32_b, *pack_blocks(ranges[0], ranges[1], ranges[2], isa, threads), ranges[0],
-                         ranges[1], ranges[2]);
+                         ranges[1], ranges[2], widened);
       ++sum.matmuls;
       ++sum.packed;
       if (threads > 1) ++sum.parallel;

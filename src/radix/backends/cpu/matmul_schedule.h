@@ -57,6 +57,18 @@ struct FittedProducts {
 };
 FittedProducts fit_matmuls_to_tiles(mlir::ModuleOp module, const VectorIsa& isa);
 
+// Before fit_matmuls_to_tiles: each x[M, K] · W[N, K]ᵀ of f32 x and bf16 /
+// f16 W with at least kPackedMinRowsTransposedB rows that no bf16 kernel
+// takes and whose f32 form swap_small_row_matmuls swaps becomes x ·
+// widen(W)ᵀ, W converted to f32 by an elementwise op. Returns how many it
+// rewrote.
+int widen_half_weights_of_prompts(mlir::ModuleOp module, const VectorIsa& isa, int threads, const Int8Target& host);
+// On the elementwise widening it adds (an i64 unique in the module).
+inline constexpr const char* kWidenedMark = "radix.widened_weights";
+// `op` is such a widening read only as the A operand of a packed matmul
+// (after swap_small_row_matmuls), which then fuses it into its K blocks.
+bool widened_into_packed_a(mlir::Operation* op, const VectorIsa& isa);
+
 // Before fit_matmuls_to_tiles, with threads > 1: each f32 batch_matmul it
 // would split or pad, of a batch that `threads` divides, goes into a
 // tensor-level scf.forall of one iteration per thread (marked

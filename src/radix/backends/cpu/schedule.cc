@@ -598,7 +598,8 @@ std::string ScheduleSummary::to_string() const {
          " consumers fused into matmuls, " + std::to_string(swapped) + " operand-swapped, " +
          std::to_string(transposes) + " tiled transposes, " + std::to_string(padded) + " padded, " +
          std::to_string(split) + " split, " + std::to_string(thread_regions) + " batched by thread, " +
-         std::to_string(batch_loops) + " one batch at a time";
+         std::to_string(batch_loops) + " one batch at a time, " + std::to_string(widened) +
+         " half-precision weights widened";
 }
 
 VectorIsa host_vector_isa() {
@@ -728,6 +729,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
   int8_outputs_without_fills(module, threads, int8);
   sum.thread_regions = batched_products_by_thread(module, isa, threads);
   sum.batch_loops = batched_products_by_batch(module, threads);
+  sum.widened = widen_half_weights_of_prompts(module, isa, threads, int8);
   const FittedProducts fitted = fit_matmuls_to_tiles(module, isa);
   sum.padded = fitted.padded;
   sum.split = fitted.split;
@@ -778,6 +780,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
       const int op_threads = in_thread_region(op.getOperation()) ? 1 : threads;
       if (in_group.contains(op.getOperation())) return;  // scheduled with its group's root
       if (fused_away.contains(op.getOperation())) return;  // scheduled with its matmul
+      if (widened_into_packed_a(op.getOperation(), isa)) return;  // fused into its matmul's K blocks
       if (auto it = fusion_at.find(op.getOperation()); it != fusion_at.end()) {
         ConsumerFusion f = fusions[it->second];
         const std::string e_id = handle(mark(f.consumer.getOperation()));
