@@ -1149,17 +1149,20 @@ TEST(Schedule, Bf16WeightPackingTransposesI16Lanes) {
 // each K block of its A operand (widen_half_weights_of_prompts), so the
 // script fuses it (twice: into the output block loop, then the K loop) and
 // never falls back; on 16 registers, 2048 rows (no whole 96-row blocks)
-// split at 2016 first, the last 32 rows a 16-bit product of their own.
+// split at 2016 first, the last 32 rows a 16-bit product of their own. A
+// 128-row prompt not swapped has W widened whole before it is packed.
 // bf16 and f16, every ISA's tiling, one and two threads, against a double
 // loop over the rounded weights.
 TEST(Schedule, HalfWeightsOfPromptsAreWidenedInTheirKBlocks) {
-  const int64_t M = 32, K = 256;
+  // {M, K}: swapped (K >= 4M), fused; and a 128-row prompt of short rows
+  // (K < 4M), not swapped: W widened whole, then packed as f32.
+  for (auto [M, K] : {std::pair<int64_t, int64_t>{32, 256}, {128, 128}})
   for (DType wd : {DType::kBF16, DType::kF16})
     for (int64_t N : {int64_t{768}, int64_t{2048}})
       for (const IsaCase& c : kIsas)
         for (int threads : {1, 2}) {
-          SCOPED_TRACE(std::string(dtype_name(wd)) + " N " + std::to_string(N) + " " + c.name + " threads " +
-                       std::to_string(threads));
+          SCOPED_TRACE(std::string(dtype_name(wd)) + " M " + std::to_string(M) + " N " + std::to_string(N) + " K " +
+                       std::to_string(K) + " " + c.name + " threads " + std::to_string(threads));
           std::vector<float> x = testing::random_vec<float>(size_t(M * K), -1, 1, 93);
           std::vector<float> wf = testing::random_vec<float>(size_t(N * K), -1, 1, 94);
           std::vector<uint16_t> wb(wf.size());
@@ -1176,8 +1179,9 @@ TEST(Schedule, HalfWeightsOfPromptsAreWidenedInTheirKBlocks) {
           const std::string script = slurp_stage(dir, "schedule-script.mlir");
           fs::remove_all(dir);
           EXPECT_NE(script.find(", 1 half-precision weights widened"), std::string::npos) << script.substr(0, 400);
-          // One packed part reads the widened W (the fusion's one match).
-          EXPECT_EQ(testing::count_of(script, "attributes{radix.widened_weights = 0 : i64}"), 1u) << script;
+          // Swapped: one packed part reads the widened W (the fusion's one match).
+          EXPECT_EQ(testing::count_of(script, "attributes{radix.widened_weights = 0 : i64}"), K >= 4 * M ? 1u : 0u)
+              << script;
           std::vector<float> got =
               must(must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, wb)))).to_host<float>());
           ASSERT_EQ(got.size(), size_t(M * N));

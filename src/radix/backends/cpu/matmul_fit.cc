@@ -117,16 +117,23 @@ int swap_small_row_matmuls(mlir::ModuleOp module, const VectorIsa& isa) {
 // ---- Prompts times 16-bit weights ---------------------------------------------
 // x[M, K] · W[N, K]ᵀ with f32 x and bf16 / f16 W (a prompt times a Llama's
 // half-precision weights) where no bf16 dot-product kernel takes it (hosts
-// without AVX-512 BF16) and the f32 product would be operand-swapped: the
-// product of x and widen(W), an elementwise bf16 -> f32 op that the packed
-// schedule then fuses into each K block of its A operand (W's rows), so a
-// block of W is widened once, into cache, right before its register tiles
-// read it (widened_into_packed_a). Packed as it was, W's bf16 panels were
-// widened again in every register tile (a shift and a zero extension per 8
-// values beside 12 FMAs), once per 6-row tile of x.
+// without AVX-512 BF16): the product of x and widen(W), an elementwise
+// bf16 -> f32 op. Packed as it was, W's bf16 panels were widened again in
+// every register tile (a shift and a zero extension per 8 values beside 12
+// FMAs), once per 6-row tile of x. Where the f32 product is operand-swapped
+// the packed schedule fuses the widening into each K block of its A operand
+// (W's rows), so a block of W is widened once, into cache, right before its
+// register tiles read it (widened_into_packed_a): x[128,768]·W[2048,768]ᵀ
+// on a Zen 3 core 57-62 -> 82-85 GFLOP/s (f32 W 87-91). Otherwise W is
+// widened whole, then packed as f32, from kWidenMinRowsUnswapped rows of x
+// on (W's extra pass then costs less than the widening in every tile):
+// x[128,288]·W[768,288]ᵀ 63 -> 79-85; [128,32000,288], [128,4096,256] and
+// [512,4096,1024] (W from memory) 0.96-1.03x; [64,4096,256] 1.0x.
 namespace {
 std::pair<mlir::linalg::LinalgOp, mlir::linalg::LinalgOp> split_product(mlir::linalg::LinalgOp op, int dim, int64_t at);
 }  // namespace
+
+constexpr int64_t kWidenMinRowsUnswapped = 128;
 
 int widen_half_weights_of_prompts(mlir::ModuleOp module, const VectorIsa& isa, int threads, const Int8Target& host) {
   llvm::SmallVector<mlir::linalg::MatmulOp> mms;
@@ -146,12 +153,10 @@ int widen_half_weights_of_prompts(mlir::ModuleOp module, const VectorIsa& isa, i
     // kWideBlockM block are a product of their own, left 16-bit.
     const int64_t whole = *kWideBlockM.begin();
     llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
-    if (isa.registers < 32 && r[1] > whole && r[1] % whole != 0) {
-      if (!mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>() ||
-          !swap_pays(r[0], r[1] / whole * whole, r[2], isa))
-        continue;
+    if (isa.registers < 32 && r[1] > whole && r[1] % whole != 0 &&
+        mm.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>() &&
+        swap_pays(r[0], r[1] / whole * whole, r[2], isa))
       mm = llvm::cast<mlir::linalg::MatmulOp>(split_product(mm, 1, r[1] / whole * whole).first.getOperation());
-    }
     mlir::OpBuilder b(mm);
     mlir::Location loc = mm.getLoc();
     mlir::Value w = mm.getDpsInputOperand(1)->get();
@@ -170,7 +175,7 @@ int widen_half_weights_of_prompts(mlir::ModuleOp module, const VectorIsa& isa, i
     auto wide = mlir::linalg::MatmulOp::create(b, loc, mm->getResultTypes(),
                                                mlir::ValueRange{mm.getDpsInputOperand(0)->get(), widen.getResult(0)},
                                                mlir::ValueRange{mm.getDpsInitOperand(0)->get()}, attrs);
-    if (!swaps_operands(wide, isa)) {  // packed as B or not packed: W stays 16-bit
+    if (!swaps_operands(wide, isa) && r[0] < kWidenMinRowsUnswapped) {  // W stays 16-bit
       wide->erase();
       widen->erase();
       continue;
@@ -186,7 +191,12 @@ bool widened_into_packed_a(mlir::Operation* op, const VectorIsa& isa) {
   if (!op->hasAttr(kWidenedMark) || !op->getResult(0).hasOneUse()) return false;
   mlir::OpOperand& use = *op->getResult(0).getUses().begin();
   auto mm = plain_matmul(use.getOwner());
-  return mm && use.getOperandNumber() == 0 && use_packed_schedule(mm, isa);
+  if (!mm || use.getOperandNumber() != 0 || !use_packed_schedule(mm, isa)) return false;
+  // 16 registers: rows in whole kWideBlockM blocks run as one part (see
+  // emit_packed_matmul; the split above sees to it), the only form whose
+  // loops slice W itself. Others widen W whole first.
+  const int64_t rows = llvm::cast<mlir::ShapedType>(mm->getResult(0).getType()).getDimSize(0);
+  return isa.registers >= 32 || rows % *kWideBlockM.begin() == 0;
 }
 
 // ---- Matmuls padded to whole tiles -------------------------------------------

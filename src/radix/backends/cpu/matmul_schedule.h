@@ -58,10 +58,10 @@ struct FittedProducts {
 FittedProducts fit_matmuls_to_tiles(mlir::ModuleOp module, const VectorIsa& isa);
 
 // Before fit_matmuls_to_tiles: each x[M, K] · W[N, K]ᵀ of f32 x and bf16 /
-// f16 W with at least kPackedMinRowsTransposedB rows that no bf16 kernel
-// takes and whose f32 form swap_small_row_matmuls swaps becomes x ·
-// widen(W)ᵀ, W converted to f32 by an elementwise op. Returns how many it
-// rewrote.
+// f16 W that no bf16 kernel takes, with at least kPackedMinRowsTransposedB
+// rows when its f32 form is operand-swapped (swap_small_row_matmuls), at
+// least 128 otherwise, becomes x · widen(W)ᵀ, W converted to f32 by an
+// elementwise op. Returns how many it rewrote.
 int widen_half_weights_of_prompts(mlir::ModuleOp module, const VectorIsa& isa, int threads, const Int8Target& host);
 // On the elementwise widening it adds (an i64 unique in the module).
 inline constexpr const char* kWidenedMark = "radix.widened_weights";
