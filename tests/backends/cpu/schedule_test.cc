@@ -1107,6 +1107,19 @@ TEST(Schedule, DotProductSumsCombineAsTreesColumnSumsAsVectorAdds) {
   }
 }
 
+// `got` = x[M, K] · W[N, K]ᵀ (W as floats, already rounded to its 16-bit
+// type) against a double loop: at most 256 f32 products of magnitude <= 1.
+void expect_x_times_wt(const std::vector<float>& got, const std::vector<float>& x, const std::vector<float>& w,
+                       int64_t M, int64_t N, int64_t K) {
+  ASSERT_EQ(got.size(), size_t(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += double(x[size_t(i * K + k)]) * w[size_t(j * K + k)];
+      ASSERT_NEAR(got[size_t(i * N + j)], acc, 5e-5) << i << "," << j;
+    }
+}
+
 // A prompt times bf16 weights [n, k], short rows (K < 4M: not operand-
 // swapped, so not widened first): B's packing copy transposes p x 8
 // tiles of bf16, which move as i16 (radix-half-transposes-as-integers;
@@ -1132,16 +1145,8 @@ TEST(Schedule, Bf16WeightPackingTransposesI16Lanes) {
   EXPECT_NE(ir.find("vector.transpose"), std::string::npos) << ir;
   EXPECT_EQ(std::regex_search(ir, std::regex("vector.transpose[^\n]*xbf16>")), false) << ir;
   EXPECT_TRUE(std::regex_search(ir, std::regex("vector.transpose[^\n]*xi16>"))) << ir;
-  std::vector<float> got =
-      must(must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, wb)))).to_host<float>());
-  ASSERT_EQ(got.size(), size_t(M * N));
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double acc = 0;
-      for (int64_t k = 0; k < K; ++k) acc += double(x[size_t(i * K + k)]) * wf[size_t(j * K + k)];
-      // 256 f32 products of magnitude <= 1.
-      ASSERT_NEAR(got[size_t(i * N + j)], acc, 5e-5) << i << "," << j;
-    }
+  expect_x_times_wt(must(must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, wb)))).to_host<float>()), x,
+                    wf, M, N, K);
 }
 
 // A prompt times 16-bit weights whose f32 form is operand-swapped (K >= 4M):
@@ -1182,16 +1187,9 @@ TEST(Schedule, HalfWeightsOfPromptsAreWidenedInTheirKBlocks) {
           // Swapped: one packed part reads the widened W (the fusion's one match).
           EXPECT_EQ(testing::count_of(script, "attributes{radix.widened_weights = 0 : i64}"), K >= 4 * M ? 1u : 0u)
               << script;
-          std::vector<float> got =
-              must(must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, wb)))).to_host<float>());
-          ASSERT_EQ(got.size(), size_t(M * N));
-          for (int64_t i = 0; i < M; ++i)
-            for (int64_t j = 0; j < N; ++j) {
-              double acc = 0;
-              for (int64_t k = 0; k < K; ++k) acc += double(x[size_t(i * K + k)]) * wf[size_t(j * K + k)];
-              // 256 f32 products of magnitude <= 1.
-              ASSERT_NEAR(got[size_t(i * N + j)], acc, 5e-5) << i << "," << j;
-            }
+          expect_x_times_wt(
+              must(must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, wb)))).to_host<float>()), x, wf, M,
+              N, K);
         }
 }
 
