@@ -260,13 +260,12 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
     }
     emit_tile(body, t + "b", t + "k", {0, 0, blk.k, 0});
     if (!widened.empty()) {
-      // The widening of this part's A block, computed inside its K loop
-      // (into a [block rows, K block] f32 tile, L2-sized): fused into the
-      // output block loop (which slices A) and from there into the K loop
-      // (whose slices of that slice the register tiles read). The match finds
-      // the whole-W op alone (a part fused before vectorized its own copy
-      // away); after the last part it has no uses left, and the
-      // canonicalization at the script's end erases it.
+      // The widening of A's block, computed inside its K loop (into a
+      // [block rows, K block] f32 tile, L2-sized): fused into the output
+      // block loop (which slices A) and from there into the K loop (whose
+      // slices of that slice the register tiles read). Only one part reads
+      // it (widened_into_packed_a); the whole-W op then has no uses left,
+      // and the canonicalization at the script's end erases it.
       const std::string w = t + "w";
       body << "    %" << w << "m = transform.structured.match ops{[\"linalg.generic\"]} attributes{" << kWidenedMark
            << " = " << widened << " : i64} in %root : (!transform.any_op) -> !transform.any_op\n"
