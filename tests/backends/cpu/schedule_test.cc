@@ -1161,36 +1161,39 @@ TEST(Schedule, Bf16WeightPackingTransposesI16Lanes) {
 TEST(Schedule, HalfWeightsOfPromptsAreWidenedInTheirKBlocks) {
   // {M, K}: swapped (K >= 4M), fused; and a 128-row prompt of short rows
   // (K < 4M), not swapped: W widened whole, then packed as f32.
-  for (auto [M, K] : {std::pair<int64_t, int64_t>{32, 256}, {128, 128}})
-  for (DType wd : {DType::kBF16, DType::kF16})
-    for (int64_t N : {int64_t{768}, int64_t{2048}})
-      for (const IsaCase& c : kIsas)
-        for (int threads : {1, 2}) {
-          SCOPED_TRACE(std::string(dtype_name(wd)) + " M " + std::to_string(M) + " N " + std::to_string(N) + " K " +
-                       std::to_string(K) + " " + c.name + " threads " + std::to_string(threads));
-          std::vector<float> x = testing::random_vec<float>(size_t(M * K), -1, 1, 93);
-          std::vector<float> wf = testing::random_vec<float>(size_t(N * K), -1, 1, 94);
-          std::vector<uint16_t> wb(wf.size());
-          for (size_t i = 0; i < wf.size(); ++i)
-            wf[i] = wd == DType::kBF16 ? bf16_to_float(wb[i] = float_to_bf16(wf[i]))
-                                       : f16_to_float(wb[i] = float_to_f16(wf[i]));
-          fs::path dir = fs::temp_directory_path() / ("radix-widen-" + std::to_string(::getpid()));
-          CompileFnOptions o = testing::isa_options(c, threads, {"schedule-script"}, dir);
-          o.compile.codegen.cpu.bf16_kernels = false;  // AVX-512 BF16 hosts: their kernels take bf16 (bf16_kernels_test)
-          const Shape xs(DType::kF32, {M, K}), ws(wd, {N, K});
-          auto exe = must(compile_fn(
-              cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
-          EXPECT_FALSE(exe.executable().stats().schedule_fell_back);
-          const std::string script = slurp_stage(dir, "schedule-script.mlir");
-          fs::remove_all(dir);
-          EXPECT_NE(script.find(", 1 half-precision weights widened"), std::string::npos) << script.substr(0, 400);
-          // Swapped: one packed part reads the widened W (the fusion's one match).
-          EXPECT_EQ(testing::count_of(script, "attributes{radix.widened_weights = 0 : i64}"), K >= 4 * M ? 1u : 0u)
-              << script;
-          expect_x_times_wt(
-              must(must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, wb)))).to_host<float>()), x, wf, M,
-              N, K);
-        }
+  for (auto [M, K] : {std::pair<int64_t, int64_t>{32, 256}, {128, 128}}) {
+    const std::vector<float> x = testing::random_vec<float>(size_t(M * K), -1, 1, 93);
+    const Shape xs(DType::kF32, {M, K});
+    for (DType wd : {DType::kBF16, DType::kF16})
+      for (int64_t N : {int64_t{768}, int64_t{2048}}) {
+        std::vector<float> wf = testing::random_vec<float>(size_t(N * K), -1, 1, 94);
+        std::vector<uint16_t> wb(wf.size());
+        for (size_t i = 0; i < wf.size(); ++i)
+          wf[i] = wd == DType::kBF16 ? bf16_to_float(wb[i] = float_to_bf16(wf[i]))
+                                     : f16_to_float(wb[i] = float_to_f16(wf[i]));
+        const Shape ws(wd, {N, K});
+        for (const IsaCase& c : kIsas)
+          for (int threads : {1, 2}) {
+            SCOPED_TRACE(std::string(dtype_name(wd)) + " M " + std::to_string(M) + " N " + std::to_string(N) +
+                         " K " + std::to_string(K) + " " + c.name + " threads " + std::to_string(threads));
+            fs::path dir = fs::temp_directory_path() / ("radix-widen-" + std::to_string(::getpid()));
+            CompileFnOptions o = testing::isa_options(c, threads, {"schedule-script"}, dir);
+            o.compile.codegen.cpu.bf16_kernels = false;  // AVX-512 BF16 hosts: their kernels take bf16 (bf16_kernels_test)
+            auto exe = must(compile_fn(
+                cpu(), o, [](Tensor a, Tensor b) { return dot_general(a, b, DotDims{{}, {}, {1}, {1}}); }, xs, ws));
+            EXPECT_FALSE(exe.executable().stats().schedule_fell_back);
+            const std::string script = slurp_stage(dir, "schedule-script.mlir");
+            fs::remove_all(dir);
+            EXPECT_NE(script.find(", 1 half-precision weights widened"), std::string::npos) << script.substr(0, 400);
+            // Swapped: one packed part reads the widened W (the fusion's one match).
+            EXPECT_EQ(testing::count_of(script, "attributes{radix.widened_weights = 0 : i64}"), K >= 4 * M ? 1u : 0u)
+                << script;
+            expect_x_times_wt(
+                must(must(exe.call(must(cpu().buffer(xs, x)), must(cpu().buffer(ws, wb)))).to_host<float>()), x, wf,
+                M, N, K);
+          }
+      }
+  }
 }
 
 // A single row times short weight rows reads one weight row per tile, up
