@@ -190,7 +190,38 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
     std::string handle, id;
     int64_t bm, reg_m, rows;
   };
-  std::vector<Part> parts = {{p + "a", id, blk.m, reg_m, rows}};
+  // Several row blocks: column blocks outermost (on threads, each its own
+  // columns), so the packed B of one column block (K x blk.n, 1 MiB at
+  // 4096^3 on AVX2) is read from memory once and from the last-level cache
+  // by the row blocks after the first. Row blocks outermost read all of B
+  // from memory once per row block, and the first register row of each K
+  // block waited on it: on AVX2, whose 96-row blocks reuse a K block's B 16
+  // times (AVX-512's 256-row blocks: 32 times), 4096^3 ran at 0.89x
+  // OpenBLAS's Haswell kernel. Measured on Zen 5 (code for Zen 3, one /
+  // two threads, against that kernel in the same processes): 4096^3 0.89
+  // -> 0.96x / 0.87-0.89 -> 0.93-0.97x, 2048^3 0.91 -> 0.99x; AVX-512
+  // code alike either way (1024^3 - 4096^3, one and two threads).
+  // The column loop is made once, around all parts (the row split below
+  // happens inside it), and B's packing copy is fused into it: each column
+  // block packs its panels right before its row blocks read them, from
+  // cache, on the thread that reads them, with no separate parallel packing
+  // region and barrier first. Measured on Zen 3, alternated in one process
+  // against packing all of B first: 4096^3 1.01-1.02x on one and on two
+  // threads, 512^3 - 2048^3 within the host's spread (0.99-1.02x).
+  const int64_t col_blocks = cols / blk.n;
+  const bool col_outer = !fuse_b_pack && (threads == 1 || col_blocks % threads == 0);
+  std::string whole = p + "a", col_loop;
+  if (col_outer) {
+    whole = p + "cb";
+    if (threads > 1) {
+      emit_forall(body, p + "a", whole, {0, blk.n / panel, 0, 0});
+      col_loop = whole + "_fa";
+    } else {
+      emit_tile(body, p + "a", whole, {0, blk.n / panel, 0, 0});
+      col_loop = whole + "_l0";
+    }
+  }
+  std::vector<Part> parts = {{whole, id, blk.m, reg_m, rows}};
   // AVX2: 6-row tiles over the whole blocks of kWideBlockM rows (see
   // kWideRegM), the rest (a multiple of 4 rows) in 4-row tiles.
   // The largest block that fits, unless it leaves the threads fewer than
@@ -203,9 +234,9 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
   }
   const int64_t main_rows = bm6 ? rows / bm6 * bm6 : 0, rest = rows - main_rows;
   if (isa.registers < 32 && !fuse_b_pack && main_rows > 0 && rest % reg_m == 0) {
-    parts = {{p + "a", id, bm6, kWideRegM, rows}};
+    parts = {{whole, id, bm6, kWideRegM, rows}};
     if (rest > 0) {
-      emit_split(body, p + "a", p + "sp", main_rows, 0, p + "s0", p + "s1");
+      emit_split(body, whole, p + "sp", main_rows, 0, p + "s0", p + "s1");
       int64_t rest_bm = reg_m;
       for (int64_t c = std::min(rest, blk.m) / reg_m * reg_m; c > reg_m; c -= reg_m)
         if (rest % c == 0) {
@@ -233,30 +264,16 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
     const std::string& t = part.id;
     // The output blocks are independent: with threads they are the forall's
     // iterations (K stays inside, so each sum adds in the same order).
-    // Several row blocks: column blocks outermost (on threads, each its own
-    // columns), so the packed B of one column block (K x blk.n, 4 MiB at
-    // 4096^3) is read from memory once and from the last-level cache by the
-    // row blocks after the first. Row blocks outermost read all of B from
-    // memory once per row block, and the first register row of each K block
-    // waited on it: on AVX2, whose 96-row blocks reuse a K block's B 16
-    // times (AVX-512's 256-row blocks: 32 times), 4096^3 ran at 0.89x
-    // OpenBLAS's Haswell kernel. Measured on Zen 5 (code for Zen 3, one /
-    // two threads, against that kernel in the same processes): 4096^3 0.89
-    // -> 0.96x / 0.87-0.89 -> 0.93-0.97x, 2048^3 0.91 -> 0.99x; AVX-512
-    // code alike either way (1024^3 - 4096^3, one and two threads).
-    const int64_t col_blocks = cols / blk.n;
     std::string block_loop;  // the innermost loop of the output blocks
-    if (threads > 1 && !fuse_b_pack && col_blocks % threads == 0) {
-      emit_forall(body, part.handle, t + "c", {0, blk.n / panel, 0, 0});
-      emit_tile(body, t + "c", t + "b", {part.bm, 0, 0, 0});
+    if (col_outer) {
+      emit_tile(body, part.handle, t + "b", {part.bm, 0, 0, 0});
       block_loop = t + "b_l0";
     } else if (threads > 1) {
       emit_forall(body, part.handle, t + "b", {part.bm, thread_panels(part.rows, part.bm), 0, 0});
       block_loop = t + "b_fa";
     } else {
       block_loop = t + "b_l1";
-      emit_tile(body, part.handle, t + "b", {part.bm, blk.n / panel, 0, 0},
-                fuse_b_pack ? std::vector<int64_t>{} : std::vector<int64_t>{1, 0, 2, 3});
+      emit_tile(body, part.handle, t + "b", {part.bm, blk.n / panel, 0, 0});
     }
     emit_tile(body, t + "b", t + "k", {0, 0, blk.k, 0});
     if (!widened.empty()) {
@@ -266,10 +283,17 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
       // slices of that slice the register tiles read). Only one part reads
       // it (widened_into_packed_a); the whole-W op then has no uses left,
       // and the canonicalization at the script's end erases it.
+      // With a column loop around the parts (col_outer), first into it.
       const std::string w = t + "w";
       body << "    %" << w << "m = transform.structured.match ops{[\"linalg.generic\"]} attributes{" << kWidenedMark
-           << " = " << widened << " : i64} in %root : (!transform.any_op) -> !transform.any_op\n"
-           << "    %" << w << "b, %" << w << "bl = transform.structured.fuse_into_containing_op %" << w << "m into %"
+           << " = " << widened << " : i64} in %root : (!transform.any_op) -> !transform.any_op\n";
+      std::string producer = w + "m";
+      if (col_outer) {
+        producer = w + "c";
+        body << "    %" << producer << ", %" << producer << "l = transform.structured.fuse_into_containing_op %" << w
+             << "m into %" << col_loop << " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
+      }
+      body << "    %" << w << "b, %" << w << "bl = transform.structured.fuse_into_containing_op %" << producer << " into %"
            << block_loop << " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
            << "    %" << w << "f, %" << w << "l = transform.structured.fuse_into_containing_op %" << w << "b into %" << t
            << "k_l0 : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
@@ -302,10 +326,10 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
        << "x2 : !transform.op<\"linalg.transpose\"> to !transform.any_op\n";
   const std::vector<int64_t> by_panel = {1, 0, 0};
   std::string copy = p + "xc";
-  if (fuse_b_pack) {
+  if (fuse_b_pack || col_outer) {
     copy = p + "xf";
     body << "    %" << copy << ", %" << copy << "l = transform.structured.fuse_into_containing_op %" << p
-         << "xc into %" << id << (threads > 1 ? "b_fa" : "b_l1")
+         << "xc into %" << (col_outer ? col_loop : id + (threads > 1 ? "b_fa" : "b_l1"))
          << " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
   }
   // f32 B [N, K] on 16-lane ISAs: 16 x 16 blocks, one full-width load per
@@ -323,7 +347,7 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
       transposed_b && f32_b && isa.f32_lanes == kPackTransposeBlock && depth % kPackTransposeBlock == 0
           ? std::vector<int64_t>{1, kPackTransposeBlock, kPackTransposeBlock}
           : std::vector<int64_t>{1, copy_k, 0};
-  emit_tile(body, forall_if(body, copy, threads > 1 && !fuse_b_pack ? by_panel : std::vector<int64_t>{}), p + "xt",
+  emit_tile(body, forall_if(body, copy, threads > 1 && !fuse_b_pack && !col_outer ? by_panel : std::vector<int64_t>{}), p + "xt",
             copy_tile);
   body << "    transform.structured.vectorize %" << p << "xt : !transform.any_op\n";
   if (copy_tile.back() != 0)  // only this loop's transposes: others are lowered later, some by Radix's passes
