@@ -228,8 +228,9 @@ TEST(PaddedMatmul, BatchedOddSizesSplitByThreadFirst) {
 
 // On one thread, q · kᵀ (traced as a transpose of k and a batch_matmul)
 // runs one batch at a time (batched_products_by_batch): a tensor-level loop
-// over the batch transposes one head's keys into a [1, d, t] buffer and
-// multiplies, so no buffer holds all of kᵀ. p · v (no transpose) and two
+// over the batch transposes one head's keys into a [1, d, t] buffer (its
+// rows padded to a multiple of 16 f32, read through a strided view, where
+// t is not one) and multiplies, so no buffer holds all of kᵀ. p · v (no transpose) and two
 // threads (the batch split over them first) keep their form. Tile-dividing
 // and odd sizes, every ISA, against the double loop.
 TEST(PaddedMatmul, TransposedKeysRunOneBatchAtATimeOnOneThread) {
@@ -259,13 +260,18 @@ TEST(PaddedMatmul, TransposedKeysRunOneBatchAtATimeOnOneThread) {
           EXPECT_EQ(summary.find(", 1 one batch at a time") != std::string::npos, by_batch) << summary;
           EXPECT_EQ(summary.find(", 0 one batch at a time") != std::string::npos, !by_batch) << summary;
           if (!keys) continue;
-          // kᵀ's buffer: one head's [1, d, t] one batch at a time, else all of it.
-          const std::string head = "memref<1x" + std::to_string(inner) + "x" + std::to_string(cols) + "xf32>";
+          // kᵀ's buffer: one head's [1, d, t] one batch at a time (rows of
+          // a multiple of 16 f32), else all of it.
+          const int64_t stride = (cols + 15) / 16 * 16;
+          const std::string head = "memref<1x" + std::to_string(inner) + "x" + std::to_string(stride) + "xf32>";
           const std::string all = "memref<" + std::to_string(z.b) + "x" + std::to_string(inner) + "x" +
                                   std::to_string(cols) + "xf32>";
           if (by_batch) {
             EXPECT_NE(ir.find(head), std::string::npos) << ir;
             EXPECT_EQ(ir.find(all), std::string::npos) << ir;
+            const std::string view = "memref<1x" + std::to_string(inner) + "x" + std::to_string(cols) + "xf32, strided<[" +
+                                     std::to_string(inner * stride) + ", " + std::to_string(stride) + ", 1]>>";
+            EXPECT_EQ(ir.find(view) != std::string::npos, stride != cols) << view << "\n" << ir;
           }
         }
 }
