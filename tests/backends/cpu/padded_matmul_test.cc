@@ -170,7 +170,8 @@ TEST(PaddedMatmul, BatchedOddSizesMatchTheLoopOnEveryIsa) {
 // its batch, one scf.forall iteration per thread (batched_products_by_thread):
 // each thread pads, multiplies and copies out its own batches, in one
 // parallel region, and the parts write the result in place (no buffer of a
-// thread's share of the result). Batches that the threads divide, odd sizes, q · kᵀ
+// thread's share of the result; q · kᵀ's transposed keys in rows padded to
+// whole cache lines). Batches that the threads divide, odd sizes, q · kᵀ
 // and p · v, every ISA, 2-4 threads, against the double loop and bit for bit
 // against one thread; a batch the threads do not divide keeps the per-part
 // foralls.
@@ -182,7 +183,7 @@ TEST(PaddedMatmul, BatchedOddSizesSplitByThreadFirst) {
     for (bool keys : {true, false})
       for (const IsaCase& c : kIsas) {
         const Batched p{z.b, z.s, z.t, z.d, keys};
-        const int64_t inner = p.inner(), cols = p.cols();
+        const int64_t inner = p.inner(), cols = p.cols(), stride = (cols + 15) / 16 * 16;
         SCOPED_TRACE(p.name() + " " + c.name + " threads " + std::to_string(z.threads));
         const Shape as = p.a_shape(), bs = p.b_shape();
         std::vector<float> a = testing::random_vec<float>(size_t(z.b * z.s * inner), -1, 1, 68);
@@ -217,9 +218,15 @@ TEST(PaddedMatmul, BatchedOddSizesSplitByThreadFirst) {
           int64_t elems = 1;
           std::stringstream dims((*it)[1].str());
           for (std::string d; std::getline(dims, d, 'x');) elems *= std::stoll(d);
-          if ((*it)[1].str() != std::to_string(z.b) + "x" + std::to_string(inner) + "x" + std::to_string(cols))
+          if ((*it)[1].str() != std::to_string(z.b) + "x" + std::to_string(inner) + "x" + std::to_string(keys ? stride : cols))
             largest = std::max(largest, elems);  // (kᵀ, [b, d, t], is an operand, not the result)
         }
+        // q · kᵀ: kᵀ's rows padded to a multiple of 16 f32, read through a strided view.
+        if (keys && stride != cols)
+          EXPECT_NE(ir.find("memref<" + std::to_string(z.b) + "x" + std::to_string(inner) + "x" + std::to_string(stride) +
+                            "xf32>"),
+                    std::string::npos)
+              << ir;
         // (A buffer for all of a thread's share of the result: its parts
         // written there, then copied out.)
         EXPECT_LT(largest, z.b / z.threads * z.s * cols) << "a buffer of " << largest << " floats besides the result";

@@ -749,6 +749,19 @@ static bool is_minor_transpose3(mlir::linalg::GenericOp g) {
          yield.getOperand(0) == body.getArgument(0);
 }
 
+// Each head's kᵀ is written into rows of a multiple of kTransposedRowAlign
+// f32 (64 bytes) and the product reads the [d, t] view of it: with t = 301
+// every row of kᵀ started 1204 bytes after the last, so the register tiles'
+// vector loads of B straddled cache lines. (A bufferization.alloc_tensor:
+// a slice of a tensor.empty folds to an empty tensor of the slice's size.)
+// Measured on a Zen 3 core, one process alternating the two forms, 9
+// rounds, medians of the paired ratios, 12 x [t,64]·[t,64]ᵀ: t = 301
+// 1.03x, 257 1.08x, 129 1.03x (rows of a multiple of 8 f32: 301
+// 1.03-1.06x, 257 1.05x, 129 1.02x, 77 1.03x); on two cores, where the
+// heads are split over the threads first (all of kᵀ so padded), 301
+// 1.04-1.07x, 257 1.11x, 129 1.05x.
+constexpr int64_t kTransposedRowAlign = 16;
+
 // ---- Batched products split over the threads by batch first -----------------
 // A batched product that fit_matmuls_to_tiles splits and pads (attention's
 // q·kᵀ over 301 tokens, 12 heads) became several products, each put on the
@@ -778,6 +791,19 @@ int batched_products_by_thread(mlir::ModuleOp module, const VectorIsa& isa, int 
     auto ct = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
     const int64_t chunk = ct.getDimSize(0) / threads;
     auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<mlir::linalg::FillOp>();
+    if (auto t = op.getDpsInputOperand(1)->get().getDefiningOp<mlir::linalg::GenericOp>();
+        t && t->hasOneUse() && is_minor_transpose3(t) && t.getDpsInitOperand(0)->get().getDefiningOp<mlir::tensor::EmptyOp>()) {
+      // kᵀ's rows on whole cache lines, as one batch at a time does (see kTransposedRowAlign).
+      auto tt = llvm::cast<mlir::RankedTensorType>(t->getResult(0).getType());
+      const int64_t n = tt.getDimSize(2);
+      const int64_t stride = (n + kTransposedRowAlign - 1) / kTransposedRowAlign * kTransposedRowAlign;
+      if (stride != n) {
+        mlir::OpBuilder tb(t);
+        auto wide_t = mlir::RankedTensorType::get({tt.getDimSize(0), tt.getDimSize(1), stride}, tt.getElementType());
+        mlir::Value wide = mlir::bufferization::AllocTensorOp::create(tb, loc, wide_t, mlir::ValueRange{});
+        t->setOperand(1, slice_along(tb, loc, wide, 2, 0, n));
+      }
+    }
     mlir::Value empty = mlir::tensor::EmptyOp::create(b, loc, ct.getShape(), ct.getElementType());
     auto forall = mlir::scf::ForallOp::create(b, loc, llvm::ArrayRef<mlir::OpFoldResult>{b.getIndexAttr(threads)},
                                               mlir::ValueRange{empty}, std::nullopt);
@@ -807,17 +833,6 @@ int batched_products_by_thread(mlir::ModuleOp module, const VectorIsa& isa, int 
   }
   return static_cast<int>(todo.size());
 }
-
-// Each head's kᵀ is written into rows of a multiple of kTransposedRowAlign
-// f32 (64 bytes) and the product reads the [d, t] view of it: with t = 301
-// every row of kᵀ started 1204 bytes after the last, so the register tiles'
-// vector loads of B straddled cache lines. (A bufferization.alloc_tensor:
-// a slice of a tensor.empty folds to an empty tensor of the slice's size.)
-// Measured on a Zen 3 core, one process alternating the two forms, 9
-// rounds, medians of the paired ratios, 12 x [t,64]·[t,64]ᵀ: t = 301
-// 1.03x, 257 1.08x, 129 1.03x (rows of a multiple of 8 f32: 301
-// 1.03-1.06x, 257 1.05x, 129 1.02x, 77 1.03x).
-constexpr int64_t kTransposedRowAlign = 16;
 
 int batched_products_by_batch(mlir::ModuleOp module, int threads) {
   if (threads > 1) return 0;  // (on threads the batch is split over them first: no gain measured there)
