@@ -749,18 +749,32 @@ static bool is_minor_transpose3(mlir::linalg::GenericOp g) {
          yield.getOperand(0) == body.getArgument(0);
 }
 
-// Each head's kᵀ is written into rows of a multiple of kTransposedRowAlign
-// f32 (64 bytes) and the product reads the [d, t] view of it: with t = 301
-// every row of kᵀ started 1204 bytes after the last, so the register tiles'
-// vector loads of B straddled cache lines. (A bufferization.alloc_tensor:
-// a slice of a tensor.empty folds to an empty tensor of the slice's size.)
-// Measured on a Zen 3 core, one process alternating the two forms, 9
-// rounds, medians of the paired ratios, 12 x [t,64]·[t,64]ᵀ: t = 301
-// 1.03x, 257 1.08x, 129 1.03x (rows of a multiple of 8 f32: 301
-// 1.03-1.06x, 257 1.05x, 129 1.02x, 77 1.03x); on two cores, where the
-// heads are split over the threads first (all of kᵀ so padded), 301
-// 1.04-1.07x, 257 1.11x, 129 1.05x.
+// Attention's kᵀ (each head's, one batch at a time; all of it where the
+// heads are split over the threads first) is written into rows of a
+// multiple of kTransposedRowAlign f32 (64 bytes) and the product reads the
+// [d, t] view of it: with t = 301 every row of kᵀ started 1204 bytes after
+// the last, so the register tiles' vector loads of B straddled cache lines.
+// (A bufferization.alloc_tensor: a slice of a tensor.empty folds to an
+// empty tensor of the slice's size.) Measured on a Zen 3 core, one process
+// alternating the two forms, 9 rounds, medians of the paired ratios, 12 x
+// [t,64]·[t,64]ᵀ: t = 301 1.03x, 257 1.08x, 129 1.03x (rows of a multiple
+// of 8 f32: 301 1.03-1.06x, 257 1.05x, 129 1.02x, 77 1.03x); on two cores
+// 301 1.04-1.07x, 257 1.11x, 129 1.05x.
 constexpr int64_t kTransposedRowAlign = 16;
+
+// A destination of type `t` for a transpose whose rows (its last dim) start
+// on cache lines: a view of a buffer with rows of a multiple of
+// kTransposedRowAlign elements; null where t's rows already are.
+static mlir::Value line_aligned_rows(mlir::OpBuilder& b, mlir::Location loc, mlir::RankedTensorType t) {
+  const int64_t last = t.getRank() - 1, n = t.getDimSize(last);
+  const int64_t stride = (n + kTransposedRowAlign - 1) / kTransposedRowAlign * kTransposedRowAlign;
+  if (stride == n) return {};
+  llvm::SmallVector<int64_t> shape(t.getShape());
+  shape.back() = stride;
+  mlir::Value wide = mlir::bufferization::AllocTensorOp::create(
+      b, loc, mlir::RankedTensorType::get(shape, t.getElementType()), mlir::ValueRange{});
+  return slice_along(b, loc, wide, int(last), 0, n);
+}
 
 // ---- Batched products split over the threads by batch first -----------------
 // A batched product that fit_matmuls_to_tiles splits and pads (attention's
@@ -794,15 +808,9 @@ int batched_products_by_thread(mlir::ModuleOp module, const VectorIsa& isa, int 
     if (auto t = op.getDpsInputOperand(1)->get().getDefiningOp<mlir::linalg::GenericOp>();
         t && t->hasOneUse() && is_minor_transpose3(t) && t.getDpsInitOperand(0)->get().getDefiningOp<mlir::tensor::EmptyOp>()) {
       // kᵀ's rows on whole cache lines, as one batch at a time does (see kTransposedRowAlign).
-      auto tt = llvm::cast<mlir::RankedTensorType>(t->getResult(0).getType());
-      const int64_t n = tt.getDimSize(2);
-      const int64_t stride = (n + kTransposedRowAlign - 1) / kTransposedRowAlign * kTransposedRowAlign;
-      if (stride != n) {
-        mlir::OpBuilder tb(t);
-        auto wide_t = mlir::RankedTensorType::get({tt.getDimSize(0), tt.getDimSize(1), stride}, tt.getElementType());
-        mlir::Value wide = mlir::bufferization::AllocTensorOp::create(tb, loc, wide_t, mlir::ValueRange{});
-        t->setOperand(1, slice_along(tb, loc, wide, 2, 0, n));
-      }
+      mlir::OpBuilder tb(t);
+      if (mlir::Value dest = line_aligned_rows(tb, loc, llvm::cast<mlir::RankedTensorType>(t->getResult(0).getType())))
+        t.getDpsInitOperand(0)->set(dest);
     }
     mlir::Value empty = mlir::tensor::EmptyOp::create(b, loc, ct.getShape(), ct.getElementType());
     auto forall = mlir::scf::ForallOp::create(b, loc, llvm::ArrayRef<mlir::OpFoldResult>{b.getIndexAttr(threads)},
@@ -869,15 +877,8 @@ int batched_products_by_batch(mlir::ModuleOp module, int threads) {
           auto tt = llvm::cast<mlir::RankedTensorType>(t->getResult(0).getType());
           auto head_t = mlir::RankedTensorType::get({1, tt.getDimSize(1), tt.getDimSize(2)}, tt.getElementType());
           // The head's kᵀ rows start on cache lines (see kTransposedRowAlign).
-          const int64_t n = tt.getDimSize(2);
-          const int64_t stride = (n + kTransposedRowAlign - 1) / kTransposedRowAlign * kTransposedRowAlign;
-          mlir::Value dest;
-          if (stride != n) {
-            auto wide_t = mlir::RankedTensorType::get({1, tt.getDimSize(1), stride}, tt.getElementType());
-            dest = slice_along(ib, l, mlir::bufferization::AllocTensorOp::create(ib, l, wide_t, mlir::ValueRange{}), 2, 0, n);
-          } else {
-            dest = mlir::tensor::EmptyOp::create(ib, l, head_t.getShape(), head_t.getElementType());
-          }
+          mlir::Value dest = line_aligned_rows(ib, l, head_t);
+          if (!dest) dest = mlir::tensor::EmptyOp::create(ib, l, head_t.getShape(), head_t.getElementType());
           tm.map(t.getDpsInitOperand(0)->get(), dest);
           mlir::Operation* th = ib.clone(*t.getOperation(), tm);
           th->getResult(0).setType(head_t);
