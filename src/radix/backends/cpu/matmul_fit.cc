@@ -767,10 +767,9 @@ constexpr int64_t kTransposedRowAlign = 16;
 // kTransposedRowAlign elements; null where t's rows already are.
 static mlir::Value line_aligned_rows(mlir::OpBuilder& b, mlir::Location loc, mlir::RankedTensorType t) {
   const int64_t last = t.getRank() - 1, n = t.getDimSize(last);
-  const int64_t stride = (n + kTransposedRowAlign - 1) / kTransposedRowAlign * kTransposedRowAlign;
-  if (stride == n) return {};
+  if (n % kTransposedRowAlign == 0) return {};
   llvm::SmallVector<int64_t> shape(t.getShape());
-  shape.back() = stride;
+  shape.back() = round_up(n, kTransposedRowAlign);
   mlir::Value wide = mlir::bufferization::AllocTensorOp::create(
       b, loc, mlir::RankedTensorType::get(shape, t.getElementType()), mlir::ValueRange{});
   return slice_along(b, loc, wide, int(last), 0, n);

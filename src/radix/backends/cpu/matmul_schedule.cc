@@ -221,6 +221,7 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
       col_loop = whole + "_l0";
     }
   }
+  const bool pack_fused = fuse_b_pack || col_outer;  // B packed inside the output-block loops
   std::vector<Part> parts = {{whole, id, blk.m, reg_m, rows}};
   // AVX2: 6-row tiles over the whole blocks of kWideBlockM rows (see
   // kWideRegM), the rest (a multiple of 4 rows) in 4-row tiles.
@@ -326,7 +327,7 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
        << "x2 : !transform.op<\"linalg.transpose\"> to !transform.any_op\n";
   const std::vector<int64_t> by_panel = {1, 0, 0};
   std::string copy = p + "xc";
-  if (fuse_b_pack || col_outer) {
+  if (pack_fused) {
     copy = p + "xf";
     body << "    %" << copy << ", %" << copy << "l = transform.structured.fuse_into_containing_op %" << p
          << "xc into %" << (col_outer ? col_loop : id + (threads > 1 ? "b_fa" : "b_l1"))
@@ -347,7 +348,7 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
       transposed_b && f32_b && isa.f32_lanes == kPackTransposeBlock && depth % kPackTransposeBlock == 0
           ? std::vector<int64_t>{1, kPackTransposeBlock, kPackTransposeBlock}
           : std::vector<int64_t>{1, copy_k, 0};
-  emit_tile(body, forall_if(body, copy, threads > 1 && !fuse_b_pack && !col_outer ? by_panel : std::vector<int64_t>{}), p + "xt",
+  emit_tile(body, forall_if(body, copy, threads > 1 && !pack_fused ? by_panel : std::vector<int64_t>{}), p + "xt",
             copy_tile);
   body << "    transform.structured.vectorize %" << p << "xt : !transform.any_op\n";
   if (copy_tile.back() != 0)  // only this loop's transposes: others are lowered later, some by Radix's passes
