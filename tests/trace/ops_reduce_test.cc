@@ -2,6 +2,9 @@
 // axes, several axes, all axes, by tag and with keep_dims, for integer and
 // float dtypes, against naive loops computed here.
 #include <algorithm>
+#include <filesystem>
+#include <sstream>
+#include <unistd.h>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -369,6 +372,35 @@ TEST(ReduceMore, ArgmaxOfLongRowsKeepsFirstIndexAndNaN) {
       EXPECT_EQ(amin[0], 100);
     }
   }
+}
+
+// A sampler-sized argmax reads its indices from a constant (no buffer of
+// 32000 indices allocated and written per call), and its index pass keeps
+// AVX2's comparison masks in vector registers: no packing of two 8-lane masks
+// to bytes and back per step (the old "both NaN" test did that). Numbers
+// against std::max_element; NaN and tie cases are the test above's.
+TEST(ReduceMore, ArgmaxReadsConstantIndicesAndKeepsMasksInVectors) {
+  const int64_t C = 32000;
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("radix-argmax-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  CompileFnOptions o;
+  o.compile.diagnostics.dump = {"bufferize", "asm"};
+  o.compile.diagnostics.dump_dir = dir.string();
+  const Shape s(DType::kF32, {1, C});
+  auto exe = must(compile_fn(cpu(), o, [](Tensor t) { return argmax(t, 1, DType::kI32); }, s));
+  const std::string ir = testing::stage_dump(dir, "bufferize.mlir"), asm_text = testing::stage_dump(dir, "asm.s");
+  std::filesystem::remove_all(dir);
+  EXPECT_NE(ir.find("memref.get_global"), std::string::npos) << ir;
+  std::istringstream lines(ir);
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_FALSE(line.find("memref.alloc") != std::string::npos && line.find("32000xi32") != std::string::npos) << line;
+  ASSERT_FALSE(asm_text.empty());
+  for (const char* op : {"vpacksswb", "vpackssdw", "vpunpckhbw"})
+    EXPECT_EQ(asm_text.find(op), std::string::npos) << op << " in\n" << asm_text;
+  const std::vector<float> x = testing::random_vec<float>(size_t(C), -3, 3, 42);
+  const int32_t got = must(must(exe.call(must(cpu().buffer(s, x)))).to_host<int32_t>())[0];
+  EXPECT_EQ(got, std::max_element(x.begin(), x.end()) - x.begin());
 }
 
 }  // namespace

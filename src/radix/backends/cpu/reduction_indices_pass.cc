@@ -11,7 +11,10 @@
 // every tiling, so the indices stay right whatever the schedule does with the
 // op; the extra read is one small vector per chunk. Indices of parallel loops
 // are left alone: plain tile_using_for offsets them correctly.
+#include <vector>
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -23,10 +26,24 @@ namespace radix {
 
 namespace {
 
+// Extents up to this many get their iota as a constant (read-only data of
+// the executable): a generic computing it wrote it into a buffer allocated
+// per call (a greedy sampler's argmax over 32000 logits: 128 KiB malloc'd,
+// written and read back per token).
+constexpr int64_t kConstantIotaMax = int64_t{1} << 18;
+
 // An i32 (or i64 for extents past 2^31) iota tensor of `n` elements: a
-// one-loop generic that the schedule vectorizes like any elementwise op.
+// constant up to kConstantIotaMax, past it a one-loop generic that the
+// schedule vectorizes like any elementwise op.
 mlir::Value emit_iota(mlir::OpBuilder& b, mlir::Location loc, int64_t n) {
   mlir::Type et = n <= (int64_t{1} << 31) ? b.getI32Type() : b.getI64Type();
+  if (n <= kConstantIotaMax) {
+    std::vector<int32_t> values(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    auto type = mlir::RankedTensorType::get({n}, et);
+    return mlir::arith::ConstantOp::create(b, loc, type,
+                                           mlir::DenseElementsAttr::get(type, llvm::ArrayRef<int32_t>(values)));
+  }
   mlir::Value init = mlir::tensor::EmptyOp::create(b, loc, llvm::ArrayRef<int64_t>{n}, et);
   mlir::AffineMap id = b.getMultiDimIdentityMap(1);
   auto op = mlir::linalg::GenericOp::create(
