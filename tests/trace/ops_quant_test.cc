@@ -279,8 +279,9 @@ TEST(Quant, X16DecodeProductsSplitOverThreadsFromTheirThreshold) {
 // of the [1, n] result: they are the result's own memory (one reshape), so
 // the product writes the function's output buffer, with no buffer of its
 // own copied into it afterwards (radix-outputs-in-place; a 128 KiB copy per
-// token for a 32000-word classifier), on one and two threads, int8 and f32
-// activations, the numbers against the double loop.
+// token for a 32000-word classifier), and allocates nothing on the heap, on
+// one and two threads, int8 and f32 activations, the numbers against the
+// double loop.
 TEST(Quant, X16DecodeWritesItsOutputInPlace) {
   for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16})
     for (QuantizedActivations acts : {QuantizedActivations::kInt8Blocks, QuantizedActivations::kF32})
@@ -292,7 +293,7 @@ TEST(Quant, X16DecodeWritesItsOutputInPlace) {
         io::QuantizedMatrix q = quantize(f, testing::random_vec<float>(size_t(n * k), -1, 1, 95), n, k);
         CompileFnOptions o;
         o.compile.codegen.cpu.threads = threads;
-        o.compile.diagnostics.dump = {"bufferize"};
+        o.compile.diagnostics.dump = {"bufferize", "llvm-ir"};
         o.compile.diagnostics.dump_dir = dir.path().string();
         const QuantizedMatmulOptions qo{acts};
         auto exe = must(compile_fn(cpu(), o, [qo](Tensor a, Tensor v, Tensor s) { return quantized_matmul(a, v, s, qo); },
@@ -303,6 +304,11 @@ TEST(Quant, X16DecodeWritesItsOutputInPlace) {
           EXPECT_FALSE(line.find("memref.alloc") != std::string::npos && line.find("memref<32x16xf32>") != std::string::npos)
               << "the output tiles in a buffer of their own: " << line;
         EXPECT_EQ(ir.find("memref.copy"), std::string::npos) << ir;
+        // Nor any heap buffer: the int8 kernels' per-block x sums (36 bytes
+        // here) are stack scratch (radix-stack-small-buffers' second run).
+        const std::string llvm_ir = testing::stage_dump(dir.path(), "llvm-ir.ll");
+        ASSERT_FALSE(llvm_ir.empty());
+        EXPECT_EQ(llvm_ir.find("@malloc("), std::string::npos) << llvm_ir;
         std::vector<float> x = testing::random_vec<float>(size_t(k), -1, 1, 96);
         Buffer out = must(exe.call(must(cpu().buffer(Shape(DType::kF32, {1, k}), x)), device(q.values_shape, q.values),
                                    device(q.scales_shape, q.scales)));

@@ -3,6 +3,8 @@
 // result yielded by the outer one) moves to the stack; one allocated inside
 // a loop and carried to the next iteration, or returned, stays on the heap
 // (one stack slot for every iteration would hold two iterations' values).
+// A scratch buffer freed in its own block (the kernel passes') moves with
+// its dealloc; one freed in another block (a conditional free) stays.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -83,6 +85,56 @@ func.func @f(%x: memref<8xf32>) -> memref<8xf32> {
                                            create_stack_small_buffers_pass());
   EXPECT_EQ(count_of(ir, "memref.alloca()"), 0u) << ir;
   EXPECT_EQ(count_of(ir, "memref.alloc()"), 1u) << ir;
+}
+
+TEST(StackBuffersPass, ScratchFreedInItsBlockMovesWithItsDealloc) {
+  // A kernel's scratch (the int8 decode kernels' x sums): allocated, filled
+  // in a loop, read, and freed in the same block, as the passes after the
+  // deallocation pipeline write it. Runs once per call: to the stack, the
+  // dealloc gone (next to an earlier run's stack buffer).
+  const std::string ir = testing::run_pass(R"mlir(
+func.func @f(%x: memref<9xi32>, %out: memref<9xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c9 = arith.constant 9 : index
+  %early = memref.alloca() {alignment = 64 : i64} : memref<16xi32>
+  %t = memref.alloc() {alignment = 32 : i64} : memref<1x9xi32>
+  scf.for %i = %c0 to %c9 step %c1 {
+    %v = memref.load %x[%i] : memref<9xi32>
+    memref.store %v, %t[%c0, %i] : memref<1x9xi32>
+  }
+  scf.for %i = %c0 to %c9 step %c1 {
+    %v = memref.load %t[%c0, %i] : memref<1x9xi32>
+    memref.store %v, %out[%i] : memref<9xi32>
+  }
+  memref.dealloc %t : memref<1x9xi32>
+  return
+}
+)mlir",
+                                           create_stack_small_buffers_pass());
+  EXPECT_EQ(count_of(ir, "memref.alloca()"), 2u) << ir;
+  EXPECT_EQ(count_of(ir, "memref.alloc()"), 0u) << ir;
+  EXPECT_EQ(count_of(ir, "memref.dealloc"), 0u) << ir;
+}
+
+TEST(StackBuffersPass, BufferFreedElsewhereStaysOnTheHeap) {
+  // Freed in a branch (ownership-based deallocation's conditional free):
+  // its lifetime is not the block's, so it stays as it is.
+  const std::string ir = testing::run_pass(R"mlir(
+func.func @f(%x: memref<8xf32>, %out: memref<8xf32>, %p: i1) {
+  %t = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+  linalg.add ins(%x, %x : memref<8xf32>, memref<8xf32>) outs(%t : memref<8xf32>)
+  memref.copy %t, %out : memref<8xf32> to memref<8xf32>
+  scf.if %p {
+    memref.dealloc %t : memref<8xf32>
+  }
+  return
+}
+)mlir",
+                                           create_stack_small_buffers_pass());
+  EXPECT_EQ(count_of(ir, "memref.alloca()"), 0u) << ir;
+  EXPECT_EQ(count_of(ir, "memref.alloc()"), 1u) << ir;
+  EXPECT_EQ(count_of(ir, "memref.dealloc"), 1u) << ir;
 }
 
 }  // namespace

@@ -59,6 +59,8 @@ const PipelineStage kStages[] = {
      "radix-half-transposes-as-integers,radix-accumulators-from-fill,"
      // After it: it finds C's fill among the views of the tiles it reads.
      "radix-flat-fills,radix-prefetch-next-row,radix-prefetch-next-tile,radix-prefetch-next-batch,radix-int8-dot-kernels,radix-bf16-dot-kernels,"
+     // Again: the kernels' small scratch buffers (freed in their block) go to the stack.
+     "radix-stack-small-buffers,"
      // Last: it drops the write prefetches of the outputs it streams.
      // @stream@: the byte threshold (CpuOptions::streaming_store_bytes).
      "radix-streaming-stores{min-bytes=@stream@}"},

@@ -63,8 +63,12 @@ class SmallCache {
 
 // The calling thread's cache; nullptr once the thread's destructors ran
 // (compiled code may still free then: such blocks go to the C library).
-thread_local SmallCache* tl_cache = nullptr;
-thread_local bool tl_cache_gone = false;
+// Initial-exec TLS: read at a fixed offset from the thread pointer, not
+// through a __tls_get_addr call per malloc / free (the library's few bytes
+// fit glibc's static TLS reserve even when it is dlopen'ed).
+#define RADIX_TLS_IE __attribute__((tls_model("initial-exec")))
+thread_local SmallCache* tl_cache RADIX_TLS_IE = nullptr;
+thread_local bool tl_cache_gone RADIX_TLS_IE = false;
 struct SmallCacheOwner {
   ~SmallCacheOwner() {
     delete tl_cache;
@@ -72,7 +76,7 @@ struct SmallCacheOwner {
     tl_cache_gone = true;
   }
 };
-thread_local SmallCacheOwner tl_cache_owner;
+thread_local SmallCacheOwner tl_cache_owner RADIX_TLS_IE;
 
 SmallCache* small_cache() {
   if (!tl_cache && !tl_cache_gone) {

@@ -13,7 +13,10 @@
 // register and hoisted; the row temporary stays in L1 across rows.
 //
 // Runs after one-shot bufferization and before the deallocation pipeline
-// (which leaves stack buffers alone). A buffer is moved only when no use of
+// (which leaves stack buffers alone), and again after the kernel passes
+// (radix-int8-dot-kernels allocates a decode product's per-block x sums,
+// 36 bytes for stories15M's 288-wide rows, and frees them after it: ~25
+// malloc / free pairs of a stories15M decode token). A buffer is moved only when no use of
 // it, or of a view of it, can carry it out of the iteration (a yield, a
 // return, a call, an op returning a non-view memref), so reusing one stack
 // slot for every iteration of a sequential loop is safe. It is never hoisted
@@ -76,6 +79,11 @@ bool stays_local(mlir::Value v, mlir::Operation* alloc, llvm::SmallPtrSetImpl<ml
       if (use.getOperandNumber() < first_init || !through_loop(loop, use.getOperandNumber() - first_init)) return false;
       continue;
     }
+    // A dealloc of the buffer itself in its own block ends its life there
+    // (the kernel passes, which run after the deallocation pipeline, free
+    // their scratch so); it goes with the move.
+    if (llvm::isa<mlir::memref::DeallocOp>(user) && v == alloc->getResult(0) && user->getBlock() == alloc->getBlock())
+      continue;
     if (user->hasTrait<mlir::OpTrait::IsTerminator>() || llvm::isa<mlir::CallOpInterface>(user) ||
         llvm::isa<mlir::memref::DeallocOp>(user))
       return false;
@@ -137,10 +145,19 @@ struct StackSmallBuffersPass
       mlir::Operation* scope = to->getParentOp();
       if (!llvm::isa<mlir::func::FuncOp, mlir::scf::ForallOp, mlir::scf::ParallelOp>(scope)) continue;
       const int64_t aligned = (*bytes + 63) / 64 * 64;
+      if (!used.count(to)) {  // stack buffers already there (an earlier run) count too
+        int64_t there = 0;
+        for (mlir::Operation& op : *to)
+          if (auto al = llvm::dyn_cast<mlir::memref::AllocaOp>(op))
+            there += (static_bytes(al.getType()).value_or(kMaxBufferBytes) + 63) / 64 * 64;
+        used[to] = there;
+      }
       if (used[to] + aligned > kMaxBytesPerScope) continue;
       used[to] += aligned;
       mlir::OpBuilder b(to, to->begin());
       auto stack = mlir::memref::AllocaOp::create(b, a.getLoc(), a.getType(), a.getAlignmentAttr());
+      for (mlir::Operation* user : llvm::to_vector(a->getUsers()))
+        if (llvm::isa<mlir::memref::DeallocOp>(user)) user->erase();
       a.getResult().replaceAllUsesWith(stack.getResult());
       a.erase();
     }
