@@ -10,19 +10,20 @@
 //   from a tensor.empty of the destination's type (or of another static
 //   shape of as many elements, reached through a reshape of the
 //   destination), through reshapes and destination-passing ops, starts from
-//   the destination itself instead of the empty. eliminate-empty-tensors does the same but stops at the
-//   reshapes (it follows only ops that keep the type).
+//   the destination itself instead of the empty. eliminate-empty-tensors
+//   does the same but stops at the reshapes (it follows only ops that keep
+//   the type).
 //
 // Why: the packed matmul's output is C's panels [m, n / panel, panel], an
 // expand_shape of C's row-major layout, and its unpack lowers to a copy of
 // their collapse_shape into an empty tensor. Bufferization gave the product
 // a buffer of its own (zero-filled, allocated per call) and copied all of C
-// into the output after it. An interleaved decode mat-vec's tiles
-// [n / 16, 16] of a [1, n] result likewise (stories15M's classifier: a
-// 128 KiB copy per token, 2-5% of a Q4_0 decode step). Measured on Zen 5, one process, with / without
+// into the output after it. Measured on Zen 5, one process, with / without
 // (best of 15, two orders of compilation): 256^3 1.04x on one thread,
 // 1.09-1.13x on two; 512^3 two threads 1.11-1.14x; 1024^3 1.00-1.03x on
-// one, 1.04-1.06x on two.
+// one, 1.04-1.06x on two. An interleaved decode mat-vec's output tiles
+// [n / 16, 16] of a [1, n] result likewise: stories15M's classifier copied
+// 128 KiB of logits per token (Zen 3, one thread: 2-5% of a Q4_0 step).
 //
 // Runs first in the bufferize stage (before eliminate-empty-tensors).
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

@@ -16,12 +16,13 @@
 // (which leaves stack buffers alone), and again after the kernel passes
 // (radix-int8-dot-kernels allocates a decode product's per-block x sums,
 // 36 bytes for stories15M's 288-wide rows, and frees them after it: ~25
-// malloc / free pairs of a stories15M decode token). A buffer is moved only when no use of
-// it, or of a view of it, can carry it out of the iteration (a yield, a
-// return, a call, an op returning a non-view memref), so reusing one stack
-// slot for every iteration of a sequential loop is safe. It is never hoisted
-// out of an scf.forall / scf.parallel body (iterations run concurrently);
-// the OpenMP lowering wraps such bodies in a stack scope of their own.
+// malloc / free pairs of a stories15M decode token). A buffer is moved only
+// when no use of it, or of a view of it, can carry it out of the iteration
+// (a yield, a return, a call, an op returning a non-view memref; a dealloc
+// only in its own block), so reusing one stack slot for every iteration of
+// a sequential loop is safe. It is never hoisted out of an scf.forall /
+// scf.parallel body (iterations run concurrently); the OpenMP lowering
+// wraps such bodies in a stack scope of their own.
 #include "llvm/ADT/SmallPtrSet.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
