@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -99,6 +100,16 @@ inline size_t count_of(const std::string& text, const std::string& needle) {
   size_t n = 0;
   for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
   return n;
+}
+
+// The lines of `text` holding both `a` and `b` (a buffer allocated with a
+// given type: lines_with(ir, "memref.alloc", "memref<256x256xf32>")).
+inline std::vector<std::string> lines_with(const std::string& text, const std::string& a, const std::string& b) {
+  std::vector<std::string> found;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) found.push_back(line);
+  return found;
 }
 
 // The bodies of the single-block loops of an x86 assembly dump (the "asm"

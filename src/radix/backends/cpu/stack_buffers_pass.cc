@@ -43,6 +43,9 @@ namespace {
 constexpr int64_t kMaxBufferBytes = 64 * 1024;
 constexpr int64_t kMaxBytesPerScope = 256 * 1024;
 
+// A stack buffer's footprint: its bytes in whole 64-byte lines.
+int64_t slot_bytes(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
 std::optional<int64_t> static_bytes(mlir::MemRefType t) {
   if (!t.hasStaticShape() || !t.getLayout().isIdentity()) return std::nullopt;
   mlir::Type e = t.getElementType();
@@ -145,12 +148,12 @@ struct StackSmallBuffersPass
       // iteration: a function's body or a parallel loop's body.
       mlir::Operation* scope = to->getParentOp();
       if (!llvm::isa<mlir::func::FuncOp, mlir::scf::ForallOp, mlir::scf::ParallelOp>(scope)) continue;
-      const int64_t aligned = (*bytes + 63) / 64 * 64;
+      const int64_t aligned = slot_bytes(*bytes);
       if (!used.count(to)) {  // stack buffers already there (an earlier run) count too
         int64_t there = 0;
         for (mlir::Operation& op : *to)
           if (auto al = llvm::dyn_cast<mlir::memref::AllocaOp>(op))
-            there += (static_bytes(al.getType()).value_or(kMaxBufferBytes) + 63) / 64 * 64;
+            there += slot_bytes(static_bytes(al.getType()).value_or(kMaxBufferBytes));
         used[to] = there;
       }
       if (used[to] + aligned > kMaxBytesPerScope) continue;
