@@ -29,15 +29,17 @@ struct Compiled {
   std::string script, llvm_ir;
 };
 
-// Compiles `fn` on `threads` threads, runs it on seeded inputs and returns the
-// output with the schedule script and LLVM IR.
+// Compiles `fn` on `threads` threads (with `isa`'s tiling when given, else
+// the host's), runs it on seeded inputs and returns the output with the
+// schedule script and LLVM IR.
 template <class Fn>
-Compiled run_on(int threads, Fn fn, const std::vector<Shape>& shapes) {
+Compiled run_on(int threads, Fn fn, const std::vector<Shape>& shapes, const testing::IsaCase* isa = nullptr) {
   fs::path dir = fs::temp_directory_path() / ("radix-threads-" + std::to_string(::getpid()) + "-" +
                                               std::to_string(threads));
   fs::remove_all(dir);
   CompileFnOptions o;
   o.compile.codegen.cpu.threads = threads;
+  if (isa) o.compile.codegen.cpu.schedule_isa = isa->isa;
   o.compile.diagnostics.dump = {"schedule-script", "llvm-ir"};
   o.compile.diagnostics.dump_dir = dir.string();
   std::vector<Buffer> args;
@@ -114,18 +116,30 @@ TEST(Threads, SplitPackedMatmulIsThreadCountIndependent) { check_matmul_threads(
 
 TEST(Threads, RegisterTiledMatmulIsThreadCountIndependent) { check_matmul_threads("matmul", 96, 80, 72); }
 
-// 129^3: 126 rows of 6-row tiles (21 tiles: 3 or 7 chunks, a thread idle in
-// the last round on 2 threads) and 128 columns of 16 (2 chunks). Two threads
-// take half the columns each; the rows stay whole. The same bits as one
-// thread (and three), against a double loop.
+// 129^3 on two threads: the loop split is the one that divides into whole
+// rounds of chunks. AVX2's tiling: 126 rows of 6-row tiles (21 tiles: 3 or 7
+// chunks, a thread idle in the last round) and 128 columns of 16 (2 chunks):
+// two threads take half the columns each, the rows stay whole. AVX-512's:
+// 128 rows of 8-row tiles, two chunks of 64 rows. Each tiling gives the same
+// bits on one, two and three threads, against a double loop.
 TEST(Threads, OddMatmulSplitsTheLoopThatDividesEvenly) {
   check_matmul_threads("matmul 129^3", 129, 129, 129);
-  Compiled two = run_on(2, [](Tensor x, Tensor y) { return matmul(x, y); },
-                        {Shape(DType::kF32, {129, 129}), Shape(DType::kF32, {129, 129})});
   const std::regex rows_split(R"(tile_using_forall %\w+ tile_sizes \[[1-9]\d*, 0, 0\])");
+  const std::regex rows_in_two(R"(tile_using_forall %\w+ tile_sizes \[64, 0, 0\])");
   const std::regex cols_in_two(R"(tile_using_forall %\w+ tile_sizes \[0, 64, 0\])");
-  EXPECT_FALSE(std::regex_search(two.script, rows_split)) << two.script;
-  EXPECT_TRUE(std::regex_search(two.script, cols_in_two)) << two.script;
+  const std::vector<Shape> shapes = {Shape(DType::kF32, {129, 129}), Shape(DType::kF32, {129, 129})};
+  auto mm = [](Tensor x, Tensor y) { return matmul(x, y); };
+  for (const testing::IsaCase& isa : testing::kIsas) {
+    if (std::string(isa.name) == "sse") continue;
+    SCOPED_TRACE(isa.name);
+    Compiled two = run_on(2, mm, shapes, &isa);
+    Compiled one = run_on(1, mm, shapes, &isa);
+    EXPECT_EQ(two.out, one.out);
+    const bool avx2 = std::string(isa.name) == "avx2";
+    EXPECT_EQ(std::regex_search(two.script, rows_split), !avx2) << two.script;
+    EXPECT_EQ(std::regex_search(two.script, rows_in_two), !avx2) << two.script;
+    EXPECT_EQ(std::regex_search(two.script, cols_in_two), avx2) << two.script;
+  }
 }
 
 TEST(Threads, MatVecWithWeightsOutInIsThreadCountIndependent) {
