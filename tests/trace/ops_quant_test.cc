@@ -623,7 +623,8 @@ TEST(Quant, SplitGgufBlocksMatchTheLoadersDecoders) {
 // Q4_0x16 (16 weight rows interleaved): the row-group kernels against the
 // reference on the same quantized numbers. Decode (one row of x, and 3):
 // 1, 2, 3, 4, 5 and 18 row groups (one group per tile), 1, 9 and 32
-// blocks; prompts (4-, 3-, 2-, 1-row tiles of x: m = 128, 30, 34, 17; k =
+// blocks; rows of 128 blocks (4 and 8 groups: two per tile with 512-bit
+// VNNI, see Q4DecodeOfLongRowsReadsTwoRowGroupsAtOnce; 3 groups: one); prompts (4-, 3-, 2-, 1-row tiles of x: m = 128, 30, 34, 17; k =
 // 16416, past the unpacked tile's stack cap);
 // one and two threads; f32 activations (rows put back in order). The
 // host's kernels (512-bit VNNI on AVX-512 VNNI hosts), and compiled for
@@ -633,10 +634,12 @@ TEST(Quant, Q4RowsMatchDequantizedReference) {
   for (const std::string& t : host_and_zen3())
     for (Mnk s : {Mnk{1, 16, 32}, Mnk{1, 32, 288}, Mnk{1, 48, 64}, Mnk{1, 64, 1024}, Mnk{1, 80, 96}, Mnk{1, 288, 288},
                   Mnk{3, 32, 64}, Mnk{128, 16, 288}, Mnk{30, 48, 96}, Mnk{34, 32, 64}, Mnk{17, 16, 32},
-                  Mnk{17, 32, 16416}})
+                  Mnk{17, 32, 16416}, Mnk{1, 64, 4096}, Mnk{1, 48, 4096}})
       check_product(QuantFormat::kQ4_0x16, s.m, s.n, s.k, 1, QuantizedActivations::kInt8Blocks, t);
   for (const std::string& t : host_and_zen3()) {
     check_product(QuantFormat::kQ4_0x16, 1, 512, 512, 2, QuantizedActivations::kInt8Blocks, t);
+    check_product(QuantFormat::kQ4_0x16, 1, 128, 4096, 2, QuantizedActivations::kInt8Blocks, t);
+    check_product(QuantFormat::kQ4_0x16, 1, 32, 4096, 2, QuantizedActivations::kInt8Blocks, t);
     check_product(QuantFormat::kQ4_0x16, 1, 96, 288, 2, QuantizedActivations::kInt8Blocks, t);
     check_product(QuantFormat::kQ4_0x16, 64, 256, 512, 2, QuantizedActivations::kInt8Blocks, t);
   }
@@ -725,6 +728,25 @@ TEST(Quant, Q8DecodeReadsTwoRowGroupsAtOnce) {
     EXPECT_EQ(count_in_decode_asm(QuantFormat::kQ8_0x16, 512, 1024, 1, t, op), 2 * one);
     EXPECT_EQ(count_in_decode_asm(QuantFormat::kQ8_0x16, 512, 1024, 2, t, op), wide ? one : 2 * one);
   }
+}
+
+// A Q4_0x16 decode product of long rows (4096 weights: 128 blocks) runs two
+// row groups, n / 32 apart, in each tile's block loop with 512-bit VNNI
+// (Zen 4 / Zen 5 code), on one thread and two: twice the vpdpbusd of one
+// group's loop, which an odd group count (n = 48) and shorter rows (2048
+// weights) keep. Zen 3 code (AVX2, vpmaddubsw) keeps one group. Compiled
+// only (any host can compile for those CPUs); the numbers are checked by
+// Q4RowsMatchDequantizedReference.
+TEST(Quant, Q4DecodeOfLongRowsReadsTwoRowGroupsAtOnce) {
+  const size_t one = count_in_decode_asm(QuantFormat::kQ4_0x16, 48, 4096, 1, "znver4", "vpdpbusd");
+  ASSERT_GT(one, 0u);
+  for (int threads : {1, 2}) {
+    EXPECT_EQ(count_in_decode_asm(QuantFormat::kQ4_0x16, 64, 4096, threads, "znver4", "vpdpbusd"), 2 * one) << threads;
+    EXPECT_EQ(count_in_decode_asm(QuantFormat::kQ4_0x16, 64, 2048, threads, "znver4", "vpdpbusd"), one) << threads;
+  }
+  const size_t avx2 = count_in_decode_asm(QuantFormat::kQ4_0x16, 48, 4096, 1, "znver3", "vpmaddubsw");
+  ASSERT_GT(avx2, 0u);
+  EXPECT_EQ(count_in_decode_asm(QuantFormat::kQ4_0x16, 64, 4096, 1, "znver3", "vpmaddubsw"), avx2);
 }
 
 // A Q4_0x16 decode product with AVX2 prefetches, each block, the block 8

@@ -931,6 +931,10 @@ class KernelBuilder {
 // [1,768]·W[2048,768]ᵀ 26-34 -> 64, but prompts 0.81-0.84x of the 8-row
 // interleaved tiles (not found why: the inner loops are within 10
 // instructions of each other).
+// Q4_0x16 decode rows of at least this many blocks run two row groups per
+// tile with 512-bit VNNI (see RowsKernelBuilder::emit).
+constexpr int64_t kQ4LongRowBlocks = 128;
+
 class RowsKernelBuilder {
  public:
   // q8: a Q8_0x16 product (inputs x, x's scales, W, W's scales), else Q4_0x16.
@@ -1012,6 +1016,17 @@ class RowsKernelBuilder {
     // stories15M 1.15-1.24x. (Prefetching ahead as Q4_0 does instead: 0.88-0.95x of two
     // streams on Zen 3, in the LLC and from memory.)
     streams_ = one_row && q8_ && NR % 2 == 0 && (!plan_.parallel || lanes_ == 8) ? 2 : 1;
+    // Q4_0x16 with 512-bit VNNI: two streams too where W's rows are long
+    // (from kQ4LongRowBlocks blocks: 4096 weights, Llama-7B's shapes), on
+    // one thread and two. Measured on Zen 5 (2026-12-07), one process
+    // alternating the forms: from memory (cold copies) [1,4096]·W[4096,4096]ᵀ
+    // 1.38-1.48x on one core, 1.14-1.17x on two; [1,4096]·W[11008,4096]ᵀ
+    // 1.17-1.70x / 1.11x; [1,11008]·W[4096,11008]ᵀ 1.14-1.22x; in the LLC
+    // (one copy) 0.98-1.04x. Shorter rows gain less ([1,2048]·W[4096,2048]ᵀ
+    // 1.06-1.09x, [1,768]·W[2048,768]ᵀ 0.97-1.06x; stories110M's Q4_0
+    // decode 0.91-1.02x) and keep one (four streams: 1.25-1.66x from memory,
+    // 0.97x in the LLC).
+    if (one_row && !q8_ && lanes_ == 16 && KB_ >= kQ4LongRowBlocks && NR % 2 == 0) streams_ = 2;
     // Q4_0 with AVX2: one stream, each block prefetching the block
     // kPrefetchBlocks ahead of it in W (see prefetch_ahead). Two streams
     // there keep 4 accumulators, 4 pair sums, both nibble masks' constants
@@ -1026,7 +1041,8 @@ class RowsKernelBuilder {
     // prefetcher loses the stream); stories110M Q4_0 decode 1.28-1.32x on
     // one thread, 1.13-1.20x on two, stories15M (in the LLC) 1.03x. Zen 5
     // (16 lanes) keeps its measured form: prefetching the next group there
-    // was 8-13% slower, two streams 0.95-1.09x.
+    // was 8-13% slower, two streams 0.95-1.09x for stories110M's short rows
+    // (long rows take two, above).
     prefetch_ahead_ = one_row && !q8_ && lanes_ == 8;
     if (prefetch_ahead_) {
       w_flat_ = flat_view(b_, loc_, operand(w_op_));
