@@ -624,7 +624,7 @@ TEST(Quant, SplitGgufBlocksMatchTheLoadersDecoders) {
 // reference on the same quantized numbers. Decode (one row of x, and 3):
 // 1, 2, 3, 4, 5 and 18 row groups (one group per tile), 1, 9 and 32
 // blocks; rows of 128 blocks (4 and 8 groups: two per tile with 512-bit
-// VNNI, see Q4DecodeOfLongRowsReadsTwoRowGroupsAtOnce; 3 groups: one); prompts (4-, 3-, 2-, 1-row tiles of x: m = 128, 30, 34, 17; k =
+// VNNI, see X16DecodeOfLongRowsReadsTwoRowGroupsAtOnce; 3 groups: one); prompts (4-, 3-, 2-, 1-row tiles of x: m = 128, 30, 34, 17; k =
 // 16416, past the unpacked tile's stack cap);
 // one and two threads; f32 activations (rows put back in order). The
 // host's kernels (512-bit VNNI on AVX-512 VNNI hosts), and compiled for
@@ -692,8 +692,8 @@ TEST(Quant, PlainRowsWithF32ActivationsMatchDequantizedReference) {
 // Q8_0x16: the same shapes through the VNNI kernels (W's signed bytes read
 // as w + 128), and compiled for Zen 3 (AVX2: |w| times x with w's sign).
 // Decode on one thread reads two row groups per tile from 2 groups (n =
-// 32, 64; see Q8DecodeOnOneThreadReadsTwoRowGroupsAtOnce), one for an odd
-// count (16, 48, 80).
+// 32, 64; see Q8DecodeReadsTwoRowGroupsAtOnce), one for an odd count (16,
+// 48, 80); on two threads rows of 4096 too (n = 128, and 32: one tile).
 TEST(Quant, Q8RowsMatchDequantizedReference) {
   struct Mnk { int64_t m, n, k; };
   for (const std::string& t : host_and_zen3())
@@ -703,6 +703,8 @@ TEST(Quant, Q8RowsMatchDequantizedReference) {
   for (const std::string& t : host_and_zen3()) {
     check_product(QuantFormat::kQ8_0x16, 1, 512, 512, 2, QuantizedActivations::kInt8Blocks, t);
     check_product(QuantFormat::kQ8_0x16, 1, 96, 288, 2, QuantizedActivations::kInt8Blocks, t);
+    check_product(QuantFormat::kQ8_0x16, 1, 128, 4096, 2, QuantizedActivations::kInt8Blocks, t);
+    check_product(QuantFormat::kQ8_0x16, 1, 32, 4096, 2, QuantizedActivations::kInt8Blocks, t);
   }
   check_product(QuantFormat::kQ8_0x16, 64, 256, 512, 2);
 }
@@ -730,24 +732,32 @@ TEST(Quant, Q8DecodeReadsTwoRowGroupsAtOnce) {
   }
 }
 
-// A Q4_0x16 decode product of long rows (4096 weights: 128 blocks) runs two
+// An x16 decode product of long rows (4096 weights: 128 blocks) runs two
 // row groups, n / 32 apart, in each tile's block loop with 512-bit VNNI
-// (Zen 4 / Zen 5 code), on one thread and two: twice the vpdpbusd of one
-// group's loop, which an odd group count (n = 48) and shorter rows (2048
-// weights) keep. Zen 3 code (AVX2, vpmaddubsw) keeps one group. Compiled
-// only (any host can compile for those CPUs); the numbers are checked by
-// Q4RowsMatchDequantizedReference.
-TEST(Quant, Q4DecodeOfLongRowsReadsTwoRowGroupsAtOnce) {
+// (Zen 4 / Zen 5 code) on one thread and two (n = 512: large enough to be
+// split over two threads): twice the vpdpbusd of one
+// group's loop, which an odd group count (n = 48) keeps, and shorter rows
+// (2048 weights) keep on two threads (Q4_0x16 on one too; Q8_0x16 takes two
+// streams on one thread at any length). Zen 3 code (AVX2, vpmaddubsw):
+// Q4_0x16 keeps one group. Compiled only (any host can compile for those
+// CPUs); the numbers are checked by Q4RowsMatchDequantizedReference and
+// Q8RowsMatchDequantizedReference.
+TEST(Quant, X16DecodeOfLongRowsReadsTwoRowGroupsAtOnce) {
   if (compiled_asm(QuantFormat::kQ4_0, 1, 16, 76).empty()) GTEST_SKIP() << "cannot compile for znver4 here";
-  const size_t one = count_in_decode_asm(QuantFormat::kQ4_0x16, 48, 4096, 1, "znver4", "vpdpbusd");
-  ASSERT_GT(one, 0u);
-  for (int threads : {1, 2}) {
-    EXPECT_EQ(count_in_decode_asm(QuantFormat::kQ4_0x16, 64, 4096, threads, "znver4", "vpdpbusd"), 2 * one) << threads;
-    EXPECT_EQ(count_in_decode_asm(QuantFormat::kQ4_0x16, 64, 2048, threads, "znver4", "vpdpbusd"), one) << threads;
+  for (QuantFormat f : {QuantFormat::kQ4_0x16, QuantFormat::kQ8_0x16}) {
+    SCOPED_TRACE(name(f));
+    const bool q4 = f == QuantFormat::kQ4_0x16;
+    const size_t one = count_in_decode_asm(f, 48, 4096, 1, "znver4", "vpdpbusd");
+    ASSERT_GT(one, 0u);
+    for (int threads : {1, 2}) {
+      EXPECT_EQ(count_in_decode_asm(f, 512, 4096, threads, "znver4", "vpdpbusd"), 2 * one) << threads;
+      EXPECT_EQ(count_in_decode_asm(f, 512, 2048, threads, "znver4", "vpdpbusd"), q4 || threads == 2 ? one : 2 * one)
+          << threads;
+    }
   }
   const size_t avx2 = count_in_decode_asm(QuantFormat::kQ4_0x16, 48, 4096, 1, "znver3", "vpmaddubsw");
   ASSERT_GT(avx2, 0u);
-  EXPECT_EQ(count_in_decode_asm(QuantFormat::kQ4_0x16, 64, 4096, 1, "znver3", "vpmaddubsw"), avx2);
+  EXPECT_EQ(count_in_decode_asm(QuantFormat::kQ4_0x16, 512, 4096, 1, "znver3", "vpmaddubsw"), avx2);
 }
 
 // A Q4_0x16 decode product with AVX2 prefetches, each block, the block 8

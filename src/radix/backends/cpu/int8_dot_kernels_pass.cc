@@ -931,9 +931,9 @@ class KernelBuilder {
 // [1,768]·W[2048,768]ᵀ 26-34 -> 64, but prompts 0.81-0.84x of the 8-row
 // interleaved tiles (not found why: the inner loops are within 10
 // instructions of each other).
-// Q4_0x16 decode rows of at least this many blocks run two row groups per
-// tile with 512-bit VNNI (see RowsKernelBuilder::emit).
-constexpr int64_t kQ4LongRowBlocks = 128;
+// x16 decode rows of at least this many blocks run two row groups per tile
+// with 512-bit VNNI on any thread count (see RowsKernelBuilder::emit).
+constexpr int64_t kLongRowBlocks = 128;
 
 class RowsKernelBuilder {
  public:
@@ -1015,9 +1015,18 @@ class RowsKernelBuilder {
     // copies, 1.09x in the LLC; stories110M Q8_0 decode 1.09-1.20x,
     // stories15M 1.15-1.24x. (Prefetching ahead as Q4_0 does instead: 0.88-0.95x of two
     // streams on Zen 3, in the LLC and from memory.)
-    streams_ = one_row && q8_ && NR % 2 == 0 && (!plan_.parallel || lanes_ == 8) ? 2 : 1;
+    // With 512-bit VNNI on two threads, rows from kLongRowBlocks blocks on
+    // (4096 weights: Llama-7B's shapes) take two streams too, shorter ones
+    // one. Measured on Zen 5 (2026-12-07), two threads, alternated in one
+    // process: from memory [1,4096]·W[4096,4096]ᵀ 1.21-1.26x,
+    // [1,11008]·W[4096,11008]ᵀ 1.24-1.40x; in the LLC [1,4096]·W[2048,4096]ᵀ
+    // 0.90-1.01x (median 0.97), [1,4096]·W[4096,4096]ᵀ (17 MiB) 0.83-1.36x
+    // (median 1.10). stories110M's rows (768 and 2048 weights) measured
+    // 0.99-1.01x in its decode and keep one.
+    streams_ =
+        one_row && q8_ && NR % 2 == 0 && (!plan_.parallel || lanes_ == 8 || KB_ >= kLongRowBlocks) ? 2 : 1;
     // Q4_0x16 with 512-bit VNNI: two streams too where W's rows are long
-    // (from kQ4LongRowBlocks blocks: 4096 weights, Llama-7B's shapes), on
+    // (from kLongRowBlocks blocks: 4096 weights, Llama-7B's shapes), on
     // one thread and two. Measured on Zen 5 (2026-12-07), one process
     // alternating the forms: from memory (cold copies) [1,4096]·W[4096,4096]ᵀ
     // 1.38-1.48x on one core, 1.14-1.17x on two; [1,4096]·W[11008,4096]ᵀ
@@ -1026,7 +1035,7 @@ class RowsKernelBuilder {
     // 1.06-1.09x, [1,768]·W[2048,768]ᵀ 0.97-1.06x; stories110M's Q4_0
     // decode 0.91-1.02x) and keep one (four streams: 1.25-1.66x from memory,
     // 0.97x in the LLC).
-    if (one_row && !q8_ && lanes_ == 16 && KB_ >= kQ4LongRowBlocks && NR % 2 == 0) streams_ = 2;
+    if (one_row && !q8_ && lanes_ == 16 && KB_ >= kLongRowBlocks && NR % 2 == 0) streams_ = 2;
     // Q4_0 with AVX2: one stream, each block prefetching the block
     // kPrefetchBlocks ahead of it in W (see prefetch_ahead). Two streams
     // there keep 4 accumulators, 4 pair sums, both nibble masks' constants
