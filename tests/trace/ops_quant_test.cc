@@ -623,8 +623,9 @@ TEST(Quant, SplitGgufBlocksMatchTheLoadersDecoders) {
 // Q4_0x16 (16 weight rows interleaved): the row-group kernels against the
 // reference on the same quantized numbers. Decode (one row of x, and 3):
 // 1, 2, 3, 4, 5 and 18 row groups (one group per tile), 1, 9 and 32
-// blocks; rows of 128 blocks (4 and 8 groups: two per tile with 512-bit
-// VNNI, see X16DecodeOfLongRowsReadsTwoRowGroupsAtOnce; 3 groups: one); prompts (4-, 3-, 2-, 1-row tiles of x: m = 128, 30, 34, 17; k =
+// blocks; rows of 128 blocks (4, 8 and 2 groups: two per tile with
+// 512-bit VNNI, see X16DecodeOfLongRowsReadsTwoRowGroupsAtOnce; 3 groups:
+// one); prompts (4-, 3-, 2-, 1-row tiles of x: m = 128, 30, 34, 17; k =
 // 16416, past the unpacked tile's stack cap);
 // one and two threads; f32 activations (rows put back in order). The
 // host's kernels (512-bit VNNI on AVX-512 VNNI hosts), and compiled for
@@ -735,12 +736,12 @@ TEST(Quant, Q8DecodeReadsTwoRowGroupsAtOnce) {
 // An x16 decode product of long rows (4096 weights: 128 blocks) runs two
 // row groups, n / 32 apart, in each tile's block loop with 512-bit VNNI
 // (Zen 4 / Zen 5 code) on one thread and two (n = 512: large enough to be
-// split over two threads): twice the vpdpbusd of one
-// group's loop, which an odd group count (n = 48) keeps, and shorter rows
-// (2048 weights) keep on two threads (Q4_0x16 on one too; Q8_0x16 takes two
-// streams on one thread at any length). Zen 3 code (AVX2, vpmaddubsw):
-// Q4_0x16 keeps one group. Compiled only (any host can compile for those
-// CPUs); the numbers are checked by Q4RowsMatchDequantizedReference and
+// split over two threads): twice the vpdpbusd of one group's loop, which
+// an odd group count (n = 48) keeps, and shorter rows (2048 weights) keep
+// on two threads (Q4_0x16 on one too; Q8_0x16 takes two streams on one
+// thread at any length). Zen 3 code (AVX2, vpmaddubsw): Q4_0x16 keeps one
+// group. Compiled only (any host can compile for those CPUs); the numbers
+// are checked by Q4RowsMatchDequantizedReference and
 // Q8RowsMatchDequantizedReference.
 TEST(Quant, X16DecodeOfLongRowsReadsTwoRowGroupsAtOnce) {
   if (compiled_asm(QuantFormat::kQ4_0, 1, 16, 76).empty()) GTEST_SKIP() << "cannot compile for znver4 here";
