@@ -1023,8 +1023,6 @@ class RowsKernelBuilder {
     // 0.90-1.01x (median 0.97), [1,4096]·W[4096,4096]ᵀ (17 MiB) 0.83-1.36x
     // (median 1.10). stories110M's rows (768 and 2048 weights) measured
     // 0.99-1.01x in its decode and keep one.
-    streams_ =
-        one_row && q8_ && NR % 2 == 0 && (!plan_.parallel || lanes_ == 8 || KB_ >= kLongRowBlocks) ? 2 : 1;
     // Q4_0x16 with 512-bit VNNI: two streams too where W's rows are long
     // (from kLongRowBlocks blocks: 4096 weights, Llama-7B's shapes), on
     // one thread and two. Measured on Zen 5 (2026-12-07), one process
@@ -1035,7 +1033,9 @@ class RowsKernelBuilder {
     // 1.06-1.09x, [1,768]·W[2048,768]ᵀ 0.97-1.06x; stories110M's Q4_0
     // decode 0.91-1.02x) and keep one (four streams: 1.25-1.66x from memory,
     // 0.97x in the LLC).
-    if (one_row && !q8_ && lanes_ == 16 && KB_ >= kLongRowBlocks && NR % 2 == 0) streams_ = 2;
+    const bool long_rows = KB_ >= kLongRowBlocks;
+    const bool two_streams = q8_ ? !plan_.parallel || lanes_ == 8 || long_rows : lanes_ == 16 && long_rows;
+    streams_ = one_row && NR % 2 == 0 && two_streams ? 2 : 1;
     // Q4_0 with AVX2: one stream, each block prefetching the block
     // kPrefetchBlocks ahead of it in W (see prefetch_ahead). Two streams
     // there keep 4 accumulators, 4 pair sums, both nibble masks' constants
