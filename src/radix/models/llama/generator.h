@@ -82,10 +82,13 @@ class LlamaGenerator {
     // Zen 5 core; with f32 activations 1.2-1.5x). false keeps the file's
     // layout.
     bool interleave_rows = true;
-    // The KV cache's dtype (LlamaConfig::kv_dtype): unset keeps the
-    // activations' (f32); bf16 or f16 halve the bytes each step reads from
-    // the cache (llama.cpp's default is f16), keys and values rounded as
-    // they are written.
+    // The KV cache's dtype (LlamaConfig::kv_dtype): bf16 or f16 halve the
+    // bytes each step reads from the cache, keys and values rounded as they
+    // are written. Unset: f16 when the matrices are held quantized and the
+    // decode steps round their activations to int8 blocks (kInt8Blocks:
+    // llama.cpp's way, whose default cache is f16 too; the cache's rounding,
+    // 2^-11 relative, is far below the activations'), otherwise the
+    // activations' dtype (f32). Set f32 to keep an f32 cache there.
     std::optional<DType> kv_dtype;
     std::string name = "llama";  // module names: <name>_prefill<s>, <name>_decode
     // Above 1: tensor-parallel over this many MPI processes (one device
