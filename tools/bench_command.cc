@@ -2,7 +2,6 @@
 // the header (CPU, ISA, cores, OpenBLAS / oneDNN builds, date), the timing
 // loop shared by every row source, and the markdown table.
 #include "tools/bench_command.h"
-#include "tools/process_quiet.h"
 
 #include "radix/backends/cpu/cpu_options.h"
 #include "radix/backends/cpu/object_jit.h"
@@ -96,9 +95,6 @@ const char* kBenchUsage =
     "                        are set to t threads\n"
     "  --repetitions R       timed repetitions per measurement, medians reported (default 5;\n"
     "                        3 with --quick). Radix and its peers alternate within each\n"
-    "                        round, the start rotating; each timed loop waits first until\n"
-    "                        this process's other threads are idle (OpenBLAS's workers spin\n"
-    "                        ~0.13 s after a call, which slowed whoever ran next on all cores)\n"
     "  --filter SUBSTR       only the cases whose name contains SUBSTR (e.g. matmul, matvec,\n"
     "                        linear, attention, elementwise, softmax, rmsnorm, llm, stories15M,\n"
     "                        decode; one that matches nothing lists the case names)\n"
@@ -220,7 +216,6 @@ std::vector<double> measure_interleaved(const std::vector<Contender>& cs, const 
     for (size_t k = 0; k < n; ++k) {
       const size_t i = (static_cast<size_t>(r) + k) % n;  // rotate who goes first
       if (cs[i].setup) cs[i].setup();
-      tools::wait_until_quiet();
       const auto t0 = Clock::now();
       for (long it = 0; it < iters[i]; ++it) cs[i].run();
       secs[i].push_back(seconds_since(t0) / static_cast<double>(iters[i]));

@@ -104,9 +104,6 @@ struct Contender {
 // them alike. A loop repeats `run` until it lasts opts.min_loop_s (a call
 // longer than that runs once). Returns the median seconds per call of each
 // contender, in order.
-// Every timed loop first waits for the other threads of this process to
-// stop running (wait_until_quiet, tools/process_quiet.h: a peer's pool can
-// spin on after its call).
 std::vector<double> measure_interleaved(const std::vector<Contender>& contenders, const BenchOptions& opts);
 
 // The median of v (the mean of the middle two for an even count); NaN when empty.

@@ -59,7 +59,6 @@
 #include "radix/radix.h"
 #include "radix/io/llama2c.h"
 #include "tools/bench_command.h"
-#include "tools/process_quiet.h"
 
 namespace radix::cli::bench {
 namespace {
@@ -319,7 +318,6 @@ std::vector<double> timed_rounds(const std::vector<Timed>& cs, const BenchOption
     for (size_t k = 0; k < n; ++k) {
       const size_t i = (static_cast<size_t>(r) + k) % n;
       if (cs[i].setup) cs[i].setup();
-      tools::wait_until_quiet();
       double total = 0;
       for (long it = 0; it < iters[i]; ++it) total += cs[i].once();
       secs[i].push_back(total / static_cast<double>(iters[i]));
