@@ -95,6 +95,7 @@ const char* kBenchUsage =
     "                        are set to t threads\n"
     "  --repetitions R       timed repetitions per measurement, medians reported (default 5;\n"
     "                        3 with --quick). Radix and its peers alternate within each\n"
+    "                        round, the start rotating round by round\n"
     "  --filter SUBSTR       only the cases whose name contains SUBSTR (e.g. matmul, matvec,\n"
     "                        linear, attention, elementwise, softmax, rmsnorm, llm, stories15M,\n"
     "                        decode; one that matches nothing lists the case names)\n"
