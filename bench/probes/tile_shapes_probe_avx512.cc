@@ -28,7 +28,8 @@
 #include <algorithm>
 static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 static long PFD = 0;
-template <int MR, int NV>
+// A read in place (row stride lda) or, PACKED, as [k][MR] (lda unused).
+template <int MR, int NV, bool PACKED = false>
 static __attribute__((noinline)) void kern(const float* a, long lda, const float* b, float* c, long ldc, long K, bool first) {
   __m512 acc[MR][NV];
   for (int i = 0; i < MR; ++i) for (int j = 0; j < NV; ++j)
@@ -45,7 +46,7 @@ static __attribute__((noinline)) void kern(const float* a, long lda, const float
       for (int j = 0; j < NV; ++j) bv[j] = _mm512_load_ps(b + NV * 16 * (k + kk) + 16 * j);
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
-        __m512 av = _mm512_set1_ps(a[i * lda + k + kk]);
+        __m512 av = _mm512_set1_ps(PACKED ? a[MR * (k + kk) + i] : a[i * lda + k + kk]);
 #pragma GCC unroll 8
         for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
       }
@@ -54,27 +55,6 @@ static __attribute__((noinline)) void kern(const float* a, long lda, const float
   for (int i = 0; i < MR; ++i) for (int j = 0; j < NV; ++j) _mm512_storeu_ps(c + i * ldc + 16 * j, acc[i][j]);
 }
 long LDA = 0;
-template <int MR, int NV>
-static __attribute__((noinline)) void kernp(const float* a, const float* b, float* c, long ldc, long K, bool first) {
-  __m512 acc[MR][NV];
-  for (int i = 0; i < MR; ++i) for (int j = 0; j < NV; ++j)
-    acc[i][j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * ldc + 16 * j);
-  for (long k = 0; k < K; k += 4) {
-#pragma GCC unroll 4
-    for (int kk = 0; kk < 4; ++kk) {
-      __m512 bv[NV];
-#pragma GCC unroll 8
-      for (int j = 0; j < NV; ++j) bv[j] = _mm512_load_ps(b + NV * 16 * (k + kk) + 16 * j);
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) {
-        __m512 av = _mm512_set1_ps(a[MR * (k + kk) + i]);
-#pragma GCC unroll 8
-        for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
-      }
-    }
-  }
-  for (int i = 0; i < MR; ++i) for (int j = 0; j < NV; ++j) _mm512_storeu_ps(c + i * ldc + 16 * j, acc[i][j]);
-}
 static long GNC = 4096, GKC = 256, GMC = 256;
 static float* gpa = nullptr;
 // Goto order: jc (nc) > pc (kc): pack B[kc][nc] in panels > ic (mc): pack A[mc][kc] as [mc/MR][kc][MR] > jr (panel) > ir (MR rows)
@@ -98,7 +78,7 @@ void rungoto(const float* A, const float* B, float* C, float* pb, long M, long N
           }
         for (long p = 0; p < nc / PW; ++p)
           for (long r = 0; r < mc; r += MR)
-            kernp<MR, NV>(gpa + r * kc, pb + p * kc * PW, &C[(ic + r) * N + jc + PW * p], N, kc, pc == 0);
+            kern<MR, NV, true>(gpa + r * kc, 0, pb + p * kc * PW, &C[(ic + r) * N + jc + PW * p], N, kc, pc == 0);
       }
     }
 }
