@@ -42,6 +42,18 @@ inline constexpr int64_t kPanelVectors = 2;
 inline constexpr int64_t kBlockN = 256;
 inline constexpr std::initializer_list<int64_t> kBlockMAvx512 = {256, 128, 64}, kBlockKAvx512 = {512, 256};
 inline constexpr std::initializer_list<int64_t> kBlockMAvx2 = {64}, kBlockKAvx2 = {256};
+// AVX-512, K = 768: one K block rather than three of 256 when the column
+// block's slice of B (768 x columns f32) is at most 576 KiB, as in a
+// prompt times Llama-110M weights (operand-swapped: W's rows are the rows,
+// the 128-301 tokens the columns, in blocks of 96-192). Measured on Zen 5,
+// alternated in one process (medians of per-round ratios, one / two
+// cores): x[301,768]·W[2048,768]ᵀ 1.04 / 1.04, x[128,768]·W[2048,768]ᵀ 1.04
+// / 1.06, x[128,768]·W[768,768]ᵀ 1.02 / 1.05, x[128,768]·W[32000,768]ᵀ
+// 1.08 / 1.08, x[192,768]·W[2048,768]ᵀ 1.02. Not where B's slice is larger:
+// 256-column blocks (768 KiB) 0.98 (x[256,768]·W[2048,768]ᵀ, not swapped)
+// and 0.99 (768^3); nor 768-deep blocks of K = 2304 (0.99) or one 1024-deep
+// block at 1024^3 (0.98).
+inline constexpr int64_t kWholeBlockKAvx512 = 768, kMaxWholeBlockKBBytes = 576 * 1024;
 // AVX2 products of several row blocks (the 6-row tiles' path) take longer
 // K blocks and narrower column blocks than those above: K in one block
 // from kLongBlockKAvx2 up to kWholeBlockKAvx2 (each register tile's sums

@@ -106,6 +106,12 @@ std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, const Vec
     if (next < kMinThreadBlockM) break;
     b.m = next;
   }
+  // AVX-512: a K of 768 (a Llama-110M width) runs in one block rather than
+  // three of 256 where the column block's slice of B stays within
+  // kMaxWholeBlockKBBytes.
+  if (wide && K == kWholeBlockKAvx512 &&
+      b.n * K * int64_t{sizeof(float)} <= kMaxWholeBlockKBBytes)
+    b.k = K;
   return b;
 }
 
