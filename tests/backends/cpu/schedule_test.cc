@@ -186,10 +186,10 @@ TEST(Schedule, PackedMatmulRunsColumnBlocksOutermost) {
 // AVX2, several row blocks of at least 256 columns: K in one block up to
 // 1024 (each register tile's sums stay in registers over all of K), longer
 // K in blocks of 512, columns in blocks of 64; 128 columns (a swapped
-// prompt) and the other ISAs keep their blocks (AVX-512: K in 512 or 256,
-// 256 columns; but K = 768 in one block where the column block's 768 rows
-// of B are at most 576 KiB: 128 columns, not 256). Against the naive loop,
-// one and two threads.
+// prompt) and the other ISAs keep their blocks (AVX-512: K up to 1024 in
+// one block, in column blocks narrowed until B's K x columns slice is at
+// most 576 KiB: 128 columns at K = 768; longer K in blocks of 512, 256
+// columns). Against the naive loop, one and two threads.
 TEST(Schedule, Avx2PackedBlocksTakeLongKAndNarrowColumns) {
   struct Case {
     int64_t k, n, k_block, n_block;  // AVX2's blocks
@@ -201,9 +201,10 @@ TEST(Schedule, Avx2PackedBlocksTakeLongKAndNarrowColumns) {
         const std::string what = std::string(c.name) + " K=" + std::to_string(s.k) + " N=" + std::to_string(s.n) +
                                  " on " + std::to_string(t);
         const bool avx2 = c.isa.registers == 16;
-        const bool whole_768 = c.isa.registers >= 32 && s.k == 768 && std::min<int64_t>(s.n, 256) * 768 * 4 <= 576 * 1024;
-        const int64_t k_block = avx2 ? s.k_block : whole_768 ? 768 : s.k % 512 == 0 ? 512 : 256;
-        const int64_t panels = (avx2 ? s.n_block : std::min<int64_t>(s.n, 256)) / (2 * c.isa.f32_lanes);
+        const bool whole_k = !avx2 && s.k <= 1024;
+        const int64_t k_block = avx2 ? s.k_block : whole_k ? s.k : 512;
+        const int64_t n_block = avx2 ? s.n_block : whole_k ? 128 : std::min<int64_t>(s.n, 256);
+        const int64_t panels = n_block / (2 * c.isa.f32_lanes);
         EXPECT_NE(script.find("tile_sizes [0, 0, " + std::to_string(k_block) + ", 0]"), std::string::npos)
             << what << "\n" << script;
         if (t == 1)  // the column-block loop (threads split it further where one block is all columns)
@@ -258,14 +259,14 @@ TEST(Schedule, PackedMatmulWritesItsOutputInPlace) {
 // On threads, the packed product's output starts as zeros filled by each
 // thread in its own output block inside the parallel loop
 // (radix-fills-into-foralls), not by one thread over all of C before it: one
-// K block and several (K = 1024: 2 blocks on AVX-512, 4 on AVX2), rows
-// split (256 rows) or columns (128 rows, one block on AVX-512), 2 and 3
-// threads, every ISA.
+// K block and several (K = 1024: 4 blocks on AVX2, one on AVX-512; K =
+// 2048: 4 on AVX-512), rows split (256 rows) or columns (128 rows, one
+// block on AVX-512), 2 and 3 threads, every ISA.
 TEST(Schedule, PackedMatmulZeroesOutputBlocksInsideTheThreads) {
   struct Mkn {
     int64_t m, k, n;
   };
-  for (Mkn d : {Mkn{256, 256, 256}, Mkn{128, 1024, 512}}) {
+  for (Mkn d : {Mkn{256, 256, 256}, Mkn{128, 1024, 512}, Mkn{128, 2048, 512}}) {
     const Shape sa(DType::kF32, {d.m, d.k}), sb(DType::kF32, {d.k, d.n});
     std::vector<float> a = testing::random_vec<float>(size_t(d.m * d.k), -1, 1, 15);
     std::vector<float> b = testing::random_vec<float>(size_t(d.k * d.n), -1, 1, 16);
@@ -274,7 +275,7 @@ TEST(Schedule, PackedMatmulZeroesOutputBlocksInsideTheThreads) {
       for (int t : {2, 3}) {
         SCOPED_TRACE(std::string(c.name) + " " + std::to_string(d.m) + "x" + std::to_string(d.k) + "x" +
                      std::to_string(d.n) + " on " + std::to_string(t) + " threads");
-        // f32 sums of <= 1024 products of values in [-1, 1] vs a double reference.
+        // f32 sums of <= 2048 products of values in [-1, 1] vs a double reference.
         const auto [script, ir] = compile_check_dump(
             c, t, [](Tensor x, Tensor y) { return matmul(x, y); }, "bufferize", sa, sb, a, b, want, 2e-4, 2e-4);
         EXPECT_NE(script.find("transform.structured.pack"), std::string::npos);

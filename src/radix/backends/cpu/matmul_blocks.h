@@ -42,18 +42,24 @@ inline constexpr int64_t kPanelVectors = 2;
 inline constexpr int64_t kBlockN = 256;
 inline constexpr std::initializer_list<int64_t> kBlockMAvx512 = {256, 128, 64}, kBlockKAvx512 = {512, 256};
 inline constexpr std::initializer_list<int64_t> kBlockMAvx2 = {64}, kBlockKAvx2 = {256};
-// AVX-512, K = 768: one K block rather than three of 256 when the column
-// block's slice of B (768 x columns f32) is at most 576 KiB, as in a
-// prompt times Llama-110M weights (operand-swapped: W's rows are the rows,
-// the 128-301 tokens the columns, in blocks of 96-192). Measured on Zen 5,
-// alternated in one process (medians of per-round ratios, one / two
-// cores): x[301,768]·W[2048,768]ᵀ 1.04 / 1.04, x[128,768]·W[2048,768]ᵀ 1.04
-// / 1.06, x[128,768]·W[768,768]ᵀ 1.02 / 1.05, x[128,768]·W[32000,768]ᵀ
-// 1.08 / 1.08, x[192,768]·W[2048,768]ᵀ 1.02. Not where B's slice is larger:
-// 256-column blocks (768 KiB) 0.98 (x[256,768]·W[2048,768]ᵀ, not swapped)
-// and 0.99 (768^3); nor 768-deep blocks of K = 2304 (0.99) or one 1024-deep
-// block at 1024^3 (0.98).
-inline constexpr int64_t kWholeBlockKAvx512 = 768, kMaxWholeBlockKBBytes = 576 * 1024;
+// AVX-512, 512 < K <= kWholeBlockKMaxAvx512: all of K in one block (each
+// register tile's sums stay in registers over all of K: C is written once),
+// with column blocks narrowed (whole panels, dividing N) until B's slice,
+// K x columns f32, is at most kMaxWholeBlockKBBytes: 128 columns at K =
+// 1024, 192 at 768. A prompt times Llama-110M weights (operand-swapped: the
+// 128-301 tokens are the columns, in blocks of 96-192) had K = 768 in three
+// blocks of 256. Measured on Zen 5, alternated in one process (medians of
+// per-round ratios, one / two cores): x[301,768]·W[2048,768]ᵀ 1.04 / 1.04,
+// x[128,768]·W[2048,768]ᵀ 1.04 / 1.06, x[128,768]·W[768,768]ᵀ 1.02 / 1.05,
+// x[128,768]·W[32000,768]ᵀ 1.08 / 1.08, x[192,768]·W[2048,768]ᵀ 1.02 (one
+// 768-deep block alone); with the columns narrowed too, 1024^3 1.01 / 1.05,
+// x[1024,1024]·W[1024,1024]ᵀ 1.02, 768^3 1.02, x[768,768]·W[768,768]ᵀ
+// 1.03, x[256,768]·W[2048,768]ᵀ 1.05, x[2048,1024]·W[4096,1024]ᵀ 1.03 /
+// 1.01. One 768-deep block in 256-column blocks (B's slice 768 KiB) read
+// 0.98-0.99 (x[256,768]·W[2048,768]ᵀ, 768^3). Longer K keeps blocks of
+// 512: 2048^3 and 4096^3 in 1024-deep blocks of 128 columns 0.99-1.01,
+// 256 columns 0.97-0.99.
+inline constexpr int64_t kWholeBlockKMaxAvx512 = 1024, kMaxWholeBlockKBBytes = 576 * 1024;
 // AVX2 products of several row blocks (the 6-row tiles' path) take longer
 // K blocks and narrower column blocks than those above: K in one block
 // from kLongBlockKAvx2 up to kWholeBlockKAvx2 (each register tile's sums

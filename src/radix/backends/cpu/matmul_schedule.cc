@@ -106,12 +106,17 @@ std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, const Vec
     if (next < kMinThreadBlockM) break;
     b.m = next;
   }
-  // AVX-512: a K of 768 (a Llama-110M width) runs in one block rather than
-  // three of 256 where the column block's slice of B stays within
-  // kMaxWholeBlockKBBytes.
-  if (wide && K == kWholeBlockKAvx512 &&
-      b.n * K * int64_t{sizeof(float)} <= kMaxWholeBlockKBBytes)
-    b.k = K;
+  // AVX-512, K up to kWholeBlockKMaxAvx512: all of K in one block, in
+  // column blocks narrow enough for B's slice (see kMaxWholeBlockKBBytes).
+  if (wide && K > b.k && K <= kWholeBlockKMaxAvx512 && K % kRegK == 0) {
+    auto slice_bytes = [&](int64_t cols) { return cols * K * int64_t{sizeof(float)}; };
+    int64_t n = b.n;
+    while (n > panel && slice_bytes(n) > kMaxWholeBlockKBBytes) n = block_divisor(N, panel, n - panel);
+    if (n > 0 && slice_bytes(n) <= kMaxWholeBlockKBBytes) {
+      b.n = n;
+      b.k = K;
+    }
+  }
   return b;
 }
 
