@@ -52,13 +52,14 @@ inline constexpr std::initializer_list<int64_t> kBlockMAvx2 = {64}, kBlockKAvx2 
 // per-round ratios, one / two cores): x[301,768]·W[2048,768]ᵀ 1.04 / 1.04,
 // x[128,768]·W[2048,768]ᵀ 1.04 / 1.06, x[128,768]·W[768,768]ᵀ 1.02 / 1.05,
 // x[128,768]·W[32000,768]ᵀ 1.08 / 1.08, x[192,768]·W[2048,768]ᵀ 1.02 (one
-// 768-deep block alone); with the columns narrowed too, 1024^3 1.01 / 1.05,
-// x[1024,1024]·W[1024,1024]ᵀ 1.02, 768^3 1.02, x[768,768]·W[768,768]ᵀ
-// 1.03, x[256,768]·W[2048,768]ᵀ 1.05, x[2048,1024]·W[4096,1024]ᵀ 1.03 /
-// 1.01. One 768-deep block in 256-column blocks (B's slice 768 KiB) read
-// 0.98-0.99 (x[256,768]·W[2048,768]ᵀ, 768^3). Longer K keeps blocks of
-// 512: 2048^3 and 4096^3 in 1024-deep blocks of 128 columns 0.99-1.01,
-// 256 columns 0.97-0.99.
+// 768-deep block alone); with the columns narrowed too, 1024^3 1.01-1.02 /
+// 1.00-1.06, x[1024,1024]·W[1024,1024]ᵀ 1.02, 768^3 1.00-1.02,
+// x[768,768]·W[768,768]ᵀ 1.03, x[256,768]·W[2048,768]ᵀ 1.05,
+// x[2048,1024]·W[4096,1024]ᵀ 1.03 / 1.01. One 768-deep block in
+// 256-column blocks (B's slice 768 KiB) read 0.98-0.99
+// (x[256,768]·W[2048,768]ᵀ, 768^3). Longer K keeps blocks of 512: 2048^3
+// and 4096^3 in 1024-deep blocks of 128 columns 0.99-1.01, 256 columns
+// 0.97-0.99.
 inline constexpr int64_t kWholeBlockKMaxAvx512 = 1024, kMaxWholeBlockKBBytes = 576 * 1024;
 // AVX2 products of several row blocks (the 6-row tiles' path) take longer
 // K blocks and narrower column blocks than those above: K in one block
