@@ -259,9 +259,9 @@ TEST(Schedule, PackedMatmulWritesItsOutputInPlace) {
 // On threads, the packed product's output starts as zeros filled by each
 // thread in its own output block inside the parallel loop
 // (radix-fills-into-foralls), not by one thread over all of C before it: one
-// K block and several (K = 1024: 4 blocks on AVX2, one on AVX-512; K =
-// 2048: 4 on AVX-512), rows split (256 rows) or columns (128 rows, one
-// block on AVX-512), 2 and 3 threads, every ISA.
+// K block and several (K = 1024: 4 blocks on SSE, one on AVX2 and AVX-512;
+// K = 2048: blocks of 512 or 256 on every ISA), rows split (256 rows) or
+// columns (128 rows, one block on AVX-512), 2 and 3 threads, every ISA.
 TEST(Schedule, PackedMatmulZeroesOutputBlocksInsideTheThreads) {
   struct Mkn {
     int64_t m, k, n;
