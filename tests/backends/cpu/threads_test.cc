@@ -1,4 +1,4 @@
-// Threads (CpuOptions::threads, LLVM's OpenMP runtime): every op kind the
+// Threads (CpuOptions::threads; regions on Radix's fork / join pool): every op kind the
 // schedule splits over threads gives bit-identical results on 1, 2 and 3
 // threads (work is split over output tiles only, so every sum adds in the same
 // order), matches a plain-loop reference, and really runs as an OpenMP

@@ -28,6 +28,7 @@
 #include "radix/backends/native_executable.h"
 #include "radix/backends/cpu/cpu_pipelines.h"
 #include "radix/backends/cpu/cpu_threads.h"
+#include "radix/backends/cpu/fork_join_pool.h"
 #include "radix/backends/cpu/object_jit.h"
 #include "radix/backends/cpu/schedule.h"
 #include "radix/compiler/stage_dumper.h"
@@ -112,12 +113,16 @@ Status require_job_for(const Signature& sig) {
 
 // Loads a native object with every registered host symbol and finds @main.
 Result<std::unique_ptr<BackendExecutable>> load_object(std::string object, const Signature& sig,
-                                                       const CompileStats& stats, int threads) {
+                                                       const CompileStats& stats, const CpuOptions& cpu) {
+  const int threads = resolve_cpu_threads(cpu.threads);
   std::vector<HostSymbol> symbols = host_symbols();
   // The compiled code's temporaries come from a heap that keeps large
   // blocks warm between calls (jit_heap.h).
   symbols.push_back({"malloc", reinterpret_cast<void*>(&jit_heap_malloc)});
   symbols.push_back({"free", reinterpret_cast<void*>(&jit_heap_free)});
+  // Its parallel regions run on Radix's pool, unless libomp is asked for.
+  if (cpu.thread_pool && threads > 1)
+    for (HostSymbol& s : kmpc_entry_points()) symbols.push_back(std::move(s));
   RADIX_ASSIGN_OR_RETURN(std::unique_ptr<LoadedObject> loaded, LoadedObject::load(object, symbols));
   RADIX_ASSIGN_OR_RETURN(auto entry, loaded->packed_entry("main"));
   return std::unique_ptr<BackendExecutable>(
@@ -169,7 +174,8 @@ class CpuBackend : public Backend {
          std::to_string(isa.registers) + ";threads=" + std::to_string(resolve_cpu_threads(cg.cpu.threads)) +
          ";int8=" + std::to_string(cg.cpu.int8_kernels) + ";bf16=" + std::to_string(cg.cpu.bf16_kernels) +
          ";stream=" + std::to_string(resolve_streaming_store_bytes(cg.cpu.streaming_store_bytes)) +
-         ";merge=" + std::to_string(cg.cpu.merge_parallel_loops);
+         ";merge=" + std::to_string(cg.cpu.merge_parallel_loops) +
+         ";pool=" + std::to_string(cg.cpu.thread_pool);
     return s;
   }
 
@@ -236,7 +242,7 @@ class CpuBackend : public Backend {
     if (dumper.wants("asm")) oo.on_asm = [&](const std::string& text) { dumper.dump("asm", text, "s"); };
     RADIX_ASSIGN_OR_RETURN(std::string object, emit_object(*module, oo));
     RADIX_ASSIGN_OR_RETURN(std::unique_ptr<BackendExecutable> exe, load_object(std::move(object), *job.signature, stats,
-                                                                           resolve_cpu_threads(options.codegen.cpu.threads)));
+                                                                           options.codegen.cpu));
     stats.jit_ms = ms_since(t0);
     stats.total_ms = ms_since(t_start);
     log("jit %.2f ms; compiled %s in %.1f ms", stats.jit_ms, job.signature->to_string().c_str(), stats.total_ms);
@@ -250,8 +256,7 @@ class CpuBackend : public Backend {
 
   Result<std::unique_ptr<BackendExecutable>> load(std::string_view bytes, const CompileJob& job) override {
     RADIX_RETURN_IF_ERROR(require_job_for(*job.signature));
-    return load_object(std::string(bytes), *job.signature, CompileStats{},
-                       resolve_cpu_threads(job.options->codegen.cpu.threads));
+    return load_object(std::string(bytes), *job.signature, CompileStats{}, job.options->codegen.cpu);
   }
 
   // Device memory is host memory here. Pinned host memory is page-aligned

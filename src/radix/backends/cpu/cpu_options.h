@@ -28,8 +28,8 @@ struct CpuOptions {
   bool approximate_math = true;
   // Override of the vector ISA the schedule is sized for (see VectorIsa).
   VectorIsa schedule_isa;
-  // Threads an executable runs its large ops on (LLVM's OpenMP runtime,
-  // through MLIR's scf.forall -> omp route). 0: every core this process may
+  // Threads an executable runs its large ops on (MLIR's scf.forall -> omp
+  // route; the regions run on Radix's pool or libomp, see thread_pool). 0: every core this process may
   // run on; 1: single-threaded code with no OpenMP calls at all. Results do
   // not depend on it: work is split over output tiles only, never over a
   // reduction axis, so every sum adds in the same order.
@@ -63,6 +63,12 @@ struct CpuOptions {
   // decode step on two threads paid some 21% of its time in them. false:
   // one region per loop.
   bool merge_parallel_loops = true;
+  // Parallel regions run on Radix's own fork / join pool (fork_join_pool.h):
+  // the compiled code's OpenMP runtime calls are bound to it when the
+  // executable is loaded. A region of two threads costs ~0.5 us there
+  // against ~1.6 us in libomp (2-vCPU Zen 5 VM), which a decode step pays
+  // dozens of times. false: LLVM's libomp runs them.
+  bool thread_pool = true;
 };
 
 // The thread count `threads` resolves to (0 -> the cores this process may

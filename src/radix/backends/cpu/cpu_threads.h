@@ -1,13 +1,14 @@
-// Threads of the CPU backend. Executables run their large ops on LLVM's
-// OpenMP runtime (libomp, linked into libradix): the schedule makes their
-// outer tiles scf.forall loops and the "lower" stage turns those into OpenMP
-// parallel loops with the executable's thread count (CpuOptions::threads).
+// Threads of the CPU backend. The schedule makes the outer tiles of large
+// ops scf.forall loops and the "lower" stage turns those into OpenMP
+// parallel loops with the executable's thread count (CpuOptions::threads),
+// run by Radix's fork / join pool (fork_join_pool.h) or by LLVM's OpenMP
+// runtime (libomp, linked into libradix; CpuOptions::thread_pool = false).
 //
-// libomp gives every application thread that starts a parallel region its own
-// team, so two executables called at once from two threads would run 2 x N
-// threads on N cores. CoreBudget prevents that: a call holds as many of the
-// process's cores as its executable uses, and waits (first come, first served)
-// while they are taken.
+// Either gives every application thread that starts a parallel region its
+// own threads, so two executables called at once from two threads would run
+// 2 x N threads on N cores. CoreBudget prevents that: a call holds as many of
+// the process's cores as its executable uses, and waits (first come, first
+// served) while they are taken.
 #pragma once
 
 #include <condition_variable>
