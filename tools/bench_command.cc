@@ -759,10 +759,11 @@ int run_bench(int argc, char** argv) {
   std::printf("\n- OpenBLAS: %s kernel (%s); OPENBLAS_CORETYPE=%s, OPENBLAS_THREAD_TIMEOUT=%s%s\n", corename,
               openblas_get_config(), coretype ? coretype : "(unset)", timeout ? timeout : "(unset)",
               std::getenv("RADIX_BENCH_REEXEC") ? " (set by radix bench, which re-executed itself)" : "");
-  std::printf("- oneDNN %d.%d.%d%s%s, OpenMP runtime %s%s\n", dv->major, dv->minor, dv->patch,
-              dv->hash && std::strcmp(dv->hash, "N/A") != 0 ? " git " : "",
+  std::printf("- oneDNN %d.%d.%d%s%s, OpenMP runtime %s%s; Radix's parallel regions on its own fork / join "
+              "pool (CpuOptions::thread_pool)\n",
+              dv->major, dv->minor, dv->patch, dv->hash && std::strcmp(dv->hash, "N/A") != 0 ? " git " : "",
               dv->hash && std::strcmp(dv->hash, "N/A") != 0 ? dv->hash : "", omp.c_str(),
-              omp.rfind("libomp", 0) == 0 ? " (LLVM's, the one Radix runs on)" : "");
+              omp.rfind("libomp", 0) == 0 ? " (LLVM's)" : "");
   std::printf("- threads %s; %d repetitions (medians), timed loops >= %.2f s, Radix and peers interleaved%s%s\n",
               threads_list.c_str(), o.repetitions, o.min_loop_s, o.quick ? "; --quick sizes" : "",
               o.filter.empty() ? "" : ("; --filter " + o.filter).c_str());
