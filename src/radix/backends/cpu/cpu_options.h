@@ -29,8 +29,9 @@ struct CpuOptions {
   // Override of the vector ISA the schedule is sized for (see VectorIsa).
   VectorIsa schedule_isa;
   // Threads an executable runs its large ops on (MLIR's scf.forall -> omp
-  // route; the regions run on Radix's pool or libomp, see thread_pool). 0: every core this process may
-  // run on; 1: single-threaded code with no OpenMP calls at all. Results do
+  // route; the regions run on Radix's pool or libomp, see thread_pool). 0:
+  // every core this process may run on; 1: single-threaded code with no
+  // OpenMP calls at all. Results do
   // not depend on it: work is split over output tiles only, never over a
   // reduction axis, so every sum adds in the same order.
   int threads = 0;

@@ -18,6 +18,7 @@
 #endif
 
 #include "radix/backends/cpu/cpu_options.h"
+#include "radix/backends/cpu/initial_exec_tls.h"
 
 namespace radix {
 
@@ -38,12 +39,10 @@ constexpr int kMaxForkArgs = 16;
 
 // The calling thread's region share, share count, and the thread count the
 // next __kmpc_fork_call asked for (__kmpc_push_num_threads; 0: none).
-// Initial-exec TLS: libradix is loaded with the program, and these are read
-// on every region's hot path.
-#define RADIX_TLS thread_local __attribute__((tls_model("initial-exec")))
-RADIX_TLS int tl_share = 0;
-RADIX_TLS int tl_shares = 1;
-RADIX_TLS int tl_pending_threads = 0;
+// Read on every region's hot path: initial-exec TLS (initial_exec_tls.h).
+thread_local int tl_share RADIX_TLS_IE = 0;
+thread_local int tl_shares RADIX_TLS_IE = 1;
+thread_local int tl_pending_threads RADIX_TLS_IE = 0;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)

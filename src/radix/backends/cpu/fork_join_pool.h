@@ -15,8 +15,8 @@
 // generated code needs: one region runs a function on n threads, thread i
 // running share i, and returns when every share is done.
 //
-// How: worker threads (created on first use, up to the most any region
-// asked for, never destroyed) each wait on a slot of their own: a region
+// How: worker threads (started when a region finds too few idle ones,
+// never destroyed) each wait on a slot of their own: a region
 // claims idle workers (one compare-and-swap each), writes the task into
 // their slots and bumps each slot's sequence number; a waiting worker spins
 // for up to kSpinNs (as libomp's KMP_BLOCKTIME=1 ms, which Radix sets: idle
@@ -63,8 +63,8 @@ class ForkJoinPool {
 
  private:
   ForkJoinPool() = default;
-  // Claims up to `want` idle workers (starting new ones while fewer than
-  // `want` exist), appending their slots to `out`.
+  // Claims `want` workers, idle ones first, then newly started ones (fewer
+  // if the system refuses threads), appending their slots to `out`.
   void claim(int want, std::vector<Slot*>& out);
 
   Slot* slots_[1024] = {};  // started workers' slots, in start order (never freed)

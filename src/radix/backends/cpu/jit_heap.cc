@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "radix/backends/cpu/block_pool.h"
+#include "radix/backends/cpu/initial_exec_tls.h"
 
 namespace radix {
 
@@ -63,10 +64,7 @@ class SmallCache {
 
 // The calling thread's cache; nullptr once the thread's destructors ran
 // (compiled code may still free then: such blocks go to the C library).
-// Initial-exec TLS: read at a fixed offset from the thread pointer, not
-// through a __tls_get_addr call per malloc / free (the library's few bytes
-// fit glibc's static TLS reserve even when it is dlopen'ed).
-#define RADIX_TLS_IE __attribute__((tls_model("initial-exec")))
+// Initial-exec TLS (initial_exec_tls.h): no __tls_get_addr call per malloc / free.
 thread_local SmallCache* tl_cache RADIX_TLS_IE = nullptr;
 thread_local bool tl_cache_gone RADIX_TLS_IE = false;
 struct SmallCacheOwner {
