@@ -44,9 +44,11 @@ std::vector<float> logspace(double lo_exp, double hi_exp, int n) {
   return v;
 }
 
-double max_ulp(const Sweep& s, bool approximate) {
+// `target_cpu`: "host", or a CPU this host can run.
+double max_ulp(const Sweep& s, bool approximate, const std::string& target_cpu = "host") {
   CompileFnOptions o;
   o.compile.codegen.cpu.approximate_math = approximate;
+  o.compile.codegen.target_cpu = target_cpu;
   Shape shape(DType::kF32, {static_cast<int64_t>(s.xs.size())});
   auto exe = must(compile_fn(cpu(), o, [op = s.op](Tensor x) { return op(x); }, shape));
   std::vector<float> got = must(must(exe.call(must(cpu().buffer(shape, s.xs)))).to_host<float>());
@@ -67,14 +69,99 @@ std::vector<Sweep> sweeps() {
 }
 
 TEST(MathApproximation, ApproximationsStayWithinAFewUlp) {
-  // Bounds: the maxima measured on these sweeps (exp 3.83, log 0.77, tanh
-  // 3.78, sigmoid 1.96 ulp) plus about one ulp of margin.
+  // Bounds: the maxima measured on these sweeps (exp 3.83 with MLIR's
+  // polynomial, 0.97 with vscalefps on AVX-512; log 0.77, tanh 3.78,
+  // sigmoid 1.96 / 2.14 ulp) plus about one ulp of margin.
   const std::map<std::string, double> bound = {{"exp", 5}, {"log", 2}, {"tanh", 5}, {"sigmoid", 3}};
   for (const Sweep& s : sweeps()) {
     double u = max_ulp(s, true);
     RecordProperty(std::string(s.name) + "_max_ulp", std::to_string(u));
     EXPECT_LE(u, bound.at(s.name)) << s.name;
   }
+}
+
+bool host_has_avx512() { return __builtin_cpu_supports("avx512f"); }
+
+// exp over 64 values (four 16-lane vectors, no scalar tail) compiled for
+// `target_cpu`, and the LLVM IR it was compiled from.
+std::vector<float> exp_of(const std::vector<float>& xs, const std::string& target_cpu, std::string* ir) {
+  CompileFnOptions o;
+  o.compile.codegen.target_cpu = target_cpu;
+  o.compile.diagnostics.dump = {"llvm-ir"};
+  o.compile.diagnostics.dump_dir =
+      (std::filesystem::temp_directory_path() / ("radix-exp-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(o.compile.diagnostics.dump_dir);
+  std::vector<float> in(64, 0.5f);
+  std::copy(xs.begin(), xs.end(), in.begin());
+  Shape shape(DType::kF32, {64});
+  auto exe = must(compile_fn(cpu(), o, [](Tensor x) { return exp(x); }, shape));
+  *ir = testing::all_stage_dumps(o.compile.diagnostics.dump_dir);
+  std::filesystem::remove_all(o.compile.diagnostics.dump_dir);
+  std::vector<float> got = must(must(exe.call(must(cpu().buffer(shape, in)))).to_host<float>());
+  got.resize(xs.size());
+  return got;
+}
+
+// Infinities, NaN, zero and the ends of the range, on every exp path;
+// `top_ulp` bounds exp(88.72), just under FLT_MAX.
+void expect_exp_edges(const std::string& target_cpu, double top_ulp) {
+  const float inf = INFINITY;
+  const std::vector<float> xs = {-inf, inf, NAN, 0.0f, -0.0f, 88.72f, 88.8f, 100.0f, -1e-8f, 1e-8f, -110.0f, 1e30f, -1e30f};
+  std::string ir;
+  std::vector<float> got = exp_of(xs, target_cpu, &ir);
+  SCOPED_TRACE("target_cpu='" + target_cpu + "'");
+  EXPECT_EQ(got[0], 0.0f);
+  EXPECT_EQ(got[1], inf);
+  EXPECT_TRUE(std::isnan(got[2]));
+  EXPECT_EQ(got[3], 1.0f);
+  EXPECT_EQ(got[4], 1.0f);
+  EXPECT_LE(ulp_error(got[5], std::exp(static_cast<double>(xs[5]))), top_ulp) << got[5];
+  EXPECT_EQ(got[6], inf);                                        // just over it
+  EXPECT_EQ(got[7], inf);
+  EXPECT_LE(ulp_error(got[8], std::exp(static_cast<double>(xs[8]))), 1.0);
+  EXPECT_LE(ulp_error(got[9], std::exp(static_cast<double>(xs[9]))), 1.0);
+  EXPECT_EQ(got[10], 0.0f);
+  EXPECT_EQ(got[11], inf);
+  EXPECT_EQ(got[12], 0.0f);
+}
+
+// AVX-512 targets take exp of 16-lane vectors through vscalefps (Radix's
+// ScalefExp): within 1 ulp (measured 0.97 on the sweep) where MLIR's form
+// is within 4, with gradual underflow (subnormal results within one
+// subnormal step; MLIR's form gives 0 below about -87.7).
+TEST(MathApproximation, Avx512ExpScalesByVscalefWithinAnUlp) {
+  if (!host_has_avx512()) GTEST_SKIP() << "the host has no AVX-512F: exp stays on MLIR's polynomial here";
+  std::string ir;
+  exp_of({1.0f}, "host", &ir);
+  EXPECT_NE(ir.find("llvm.x86.avx512.mask.scalef.ps.512"), std::string::npos);
+  const Sweep s = sweeps()[0];
+  ASSERT_STREQ(s.name, "exp");
+  const double u = max_ulp(s, true);
+  RecordProperty("exp_avx512_max_ulp", std::to_string(u));
+  EXPECT_LE(u, 1.25);
+  expect_exp_edges("host", 1.0);
+  const std::vector<float> tiny = {-88.0f, -95.0f, -100.0f, -103.0f};
+  std::vector<float> got = exp_of(tiny, "host", &ir);
+  for (size_t i = 0; i < tiny.size(); ++i) {
+    const float want = static_cast<float>(std::exp(static_cast<double>(tiny[i])));
+    EXPECT_GT(got[i], 0.0f) << tiny[i];
+    EXPECT_LE(std::fabs(got[i] - want), std::max(std::nextafter(want, INFINITY) - want, 1.5e-45f)) << tiny[i];
+  }
+}
+
+// An AVX2 target (code for Zen 3, which every x86-64 host here runs) keeps
+// MLIR's exp: no vscalefps in its IR, the same ulp bound and edge cases
+// (4.6 ulp at 88.72, where MLIR's form clamps k to 127 and evaluates its
+// polynomial outside its interval).
+TEST(MathApproximation, Avx2ExpKeepsMlirsPolynomial) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "the host has no AVX2 + FMA";
+  std::string ir;
+  exp_of({1.0f}, "znver3", &ir);
+  EXPECT_EQ(ir.find("scalef"), std::string::npos);
+  const double u = max_ulp(sweeps()[0], true, "znver3");
+  RecordProperty("exp_avx2_max_ulp", std::to_string(u));
+  EXPECT_LE(u, 5.0);
+  expect_exp_edges("znver3", 5.0);
 }
 
 TEST(MathApproximation, LibmPathIsNearlyCorrectlyRounded) {

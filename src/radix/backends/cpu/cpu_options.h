@@ -23,7 +23,8 @@ struct CpuOptions {
   bool vectorize = true;
   // f32 exp / expm1 / log / log1p / log2 / tanh / erf as vectorizable
   // polynomial approximations (a few ulp on normal results; results in the
-  // subnormal range flush to zero), ~3x faster than per-lane libm calls.
+  // subnormal range flush to zero, except exp's on AVX-512 targets), ~3x
+  // faster than per-lane libm calls.
   // false: libm, correctly rounded or nearly so. Other dtypes always use libm.
   bool approximate_math = true;
   // Override of the vector ISA the schedule is sized for (see VectorIsa).

@@ -64,7 +64,8 @@ const PipelineStage kStages[] = {
      // Last: it drops the write prefetches of the outputs it streams.
      // @stream@: the byte threshold (CpuOptions::streaming_store_bytes).
      "radix-streaming-stores{min-bytes=@stream@}"},
-    {"math", "func.func(math-extend-to-supported-types),radix-math-approximation"},
+    // @avx512@: 1 on AVX-512F targets (exp by vscalefps), else 0.
+    {"math", "func.func(math-extend-to-supported-types),radix-math-approximation{avx512=@avx512@}"},
     // Threads first: the schedule's scf.forall loops become scf.parallel and
     // then OpenMP parallel regions (LLVM's libomp at run time), each thread
     // running its static share of the iterations (radix-omp-static-chunks).
@@ -157,8 +158,9 @@ namespace {
 // nothing to convert) and @mpi@ by the mpi dialect's lowering in a sharded
 // program (convert-to-llvm fails on a dialect never loaded), @stream@ by the
 // streaming-store threshold (0 off x86: the pass emits x86's sfence), @merge@
-// by radix-merge-foralls or nothing.
-std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options, bool partitioned) {
+// by radix-merge-foralls or nothing, @avx512@ by whether the target has
+// AVX-512F.
+std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options, bool partitioned, bool avx512) {
   const std::string threads = std::to_string(resolve_cpu_threads(options.threads));
   std::string p = replace_all(stage.pipeline, "@threads@", threads);
   static const bool x86 = llvm::Triple(llvm::sys::getProcessTriple()).isX86();
@@ -168,6 +170,7 @@ std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options
                   options.merge_parallel_loops
                       ? "radix-merge-foralls{threads=" + threads + "},"
                       : std::string());
+  p = replace_all(std::move(p), "@avx512@", avx512 ? "1" : "0");
   return replace_all(std::move(p), "@mpi@", partitioned ? "convert-to-llvm{filter-dialects=mpi}," : "");
 }
 
@@ -248,9 +251,9 @@ Status finish_collectives(mlir::ModuleOp module) {
 }
 
 Status run_pipeline(mlir::ModuleOp module, const PipelineStage& stage, const CpuOptions& options,
-                    detail::DiagnosticCollector& diags, bool partitioned) {
+                    detail::DiagnosticCollector& diags, bool partitioned, bool avx512) {
   return run_pass_pipeline(module, "stage '" + std::string(stage.name) + "'",
-                           stage_pipeline(stage, options, partitioned), diags);
+                           stage_pipeline(stage, options, partitioned, avx512), diags);
 }
 }  // namespace
 
@@ -261,6 +264,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
   mlir::MLIRContext* ctx = module.getContext();
   detail::DiagnosticCollector diags(ctx);
   const bool partitioned = has_grid(module);
+  const bool avx512 = int8_target(target_features).avx512;
   for (const PipelineStage& stage : kStages) {
     auto t0 = std::chrono::steady_clock::now();
     std::string name = stage.name;
@@ -271,7 +275,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
       // but no annotations: nothing to partition.
       if (!partitioned || (name == "partition" && !has_annotations(module))) continue;
       if (name == "collectives") set_mpi_implementation(module);
-      if (Status st = run_pipeline(module, stage, options, diags, partitioned); !st.ok()) {
+      if (Status st = run_pipeline(module, stage, options, diags, partitioned, avx512); !st.ok()) {
         if (name != "partition") return st;
         return compile_error(
             "sharding: MLIR's partitioner cannot split this program over its mesh (automatic partitioning "
@@ -283,7 +287,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
       if (name == "collectives") RADIX_RETURN_IF_ERROR(finish_collectives(module));
     } else if (name == "schedule") {
       if (!options.vectorize) continue;
-      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned));
+      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned, avx512));
       ScheduleSummary sum;
       Int8Target int8 = int8_target(target_features);
       if (!options.int8_kernels) int8.avx2 = int8.vnni = false;
@@ -297,7 +301,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
       }
     } else {
       if (name == "math" && !options.approximate_math) continue;
-      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned));
+      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned, avx512));
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (on_stage) on_stage(name, ms);
