@@ -8,7 +8,7 @@
 //
 // exp on 16-lane f32 vectors of AVX-512 targets (avx512=1) is Radix's own
 // (ScalefExp): MLIR's builds 2^k from exponent bits around a degree-7
-// polynomial (clamps of x and of k, a conversion, a shift, an add: 19
+// polynomial (clamps of x and of k, a conversion, a shift, an add: 20
 // instructions a vector); vscalefps scales by 2^k in one instruction,
 // underflows gradually and overflows to inf by itself, around a degree-6
 // polynomial (13 instructions, within 1 ulp instead of 4). Softmax's exp
