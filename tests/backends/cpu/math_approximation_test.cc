@@ -149,19 +149,19 @@ TEST(MathApproximation, Avx512ExpScalesByVscalefWithinAnUlp) {
   }
 }
 
-// An AVX2 target (code for Zen 3, which every x86-64 host here runs) keeps
+// An AVX2 target (x86-64-v3: AVX2 + FMA, which every host here runs) keeps
 // MLIR's exp: no vscalefps in its IR, the same ulp bound and edge cases
 // (4.6 ulp at 88.72, where MLIR's form clamps k to 127 and evaluates its
 // polynomial outside its interval).
 TEST(MathApproximation, Avx2ExpKeepsMlirsPolynomial) {
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "the host has no AVX2 + FMA";
   std::string ir;
-  exp_of({1.0f}, "znver3", &ir);
+  exp_of({1.0f}, "x86-64-v3", &ir);
   EXPECT_EQ(ir.find("scalef"), std::string::npos);
-  const double u = max_ulp(sweeps()[0], true, "znver3");
+  const double u = max_ulp(sweeps()[0], true, "x86-64-v3");
   RecordProperty("exp_avx2_max_ulp", std::to_string(u));
   EXPECT_LE(u, 5.0);
-  expect_exp_edges("znver3", 5.0);
+  expect_exp_edges("x86-64-v3", 5.0);
 }
 
 TEST(MathApproximation, LibmPathIsNearlyCorrectlyRounded) {
