@@ -82,21 +82,28 @@ TEST(MathApproximation, ApproximationsStayWithinAFewUlp) {
 
 bool host_has_avx512() { return __builtin_cpu_supports("avx512f"); }
 
+// The unary `op` over `shape` compiled with `o`, its LLVM IR dumped into a
+// folder of this process's own: *ir gets the IR, and the folder is removed.
+auto compile_with_ir(CompileFnOptions o, Tensor (*op)(Tensor), const Shape& shape, std::string* ir) {
+  o.compile.diagnostics.dump = {"llvm-ir"};
+  o.compile.diagnostics.dump_dir =
+      (std::filesystem::temp_directory_path() / ("radix-math-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(o.compile.diagnostics.dump_dir);
+  auto exe = must(compile_fn(cpu(), o, op, shape));
+  *ir = testing::all_stage_dumps(o.compile.diagnostics.dump_dir);
+  std::filesystem::remove_all(o.compile.diagnostics.dump_dir);
+  return exe;
+}
+
 // exp over 64 values (four 16-lane vectors, no scalar tail) compiled for
 // `target_cpu`, and the LLVM IR it was compiled from.
 std::vector<float> exp_of(const std::vector<float>& xs, const std::string& target_cpu, std::string* ir) {
   CompileFnOptions o;
   o.compile.codegen.target_cpu = target_cpu;
-  o.compile.diagnostics.dump = {"llvm-ir"};
-  o.compile.diagnostics.dump_dir =
-      (std::filesystem::temp_directory_path() / ("radix-exp-" + std::to_string(::getpid()))).string();
-  std::filesystem::remove_all(o.compile.diagnostics.dump_dir);
   std::vector<float> in(64, 0.5f);
   std::copy(xs.begin(), xs.end(), in.begin());
   Shape shape(DType::kF32, {64});
-  auto exe = must(compile_fn(cpu(), o, [](Tensor x) { return exp(x); }, shape));
-  *ir = testing::all_stage_dumps(o.compile.diagnostics.dump_dir);
-  std::filesystem::remove_all(o.compile.diagnostics.dump_dir);
+  auto exe = compile_with_ir(o, [](Tensor x) { return exp(x); }, shape, ir);
   std::vector<float> got = must(must(exe.call(must(cpu().buffer(shape, in)))).to_host<float>());
   got.resize(xs.size());
   return got;
@@ -173,14 +180,9 @@ TEST(MathApproximation, CanBeTurnedOffAndIsOnByDefault) {
   for (bool approximate : {false, true}) {
     CompileFnOptions o;
     o.compile.codegen.cpu.approximate_math = approximate;
-    o.compile.diagnostics.dump = {"llvm-ir"};
-    o.compile.diagnostics.dump_dir = (std::filesystem::temp_directory_path() / ("radix-math-" + std::to_string(::getpid()))).string();
-    std::filesystem::remove_all(o.compile.diagnostics.dump_dir);
-    must(compile_fn(cpu(), o, [](Tensor x) { return tanh(x); }, Shape(DType::kF32, {64})));
     std::string ir;
-    ir = testing::all_stage_dumps(o.compile.diagnostics.dump_dir);
+    compile_with_ir(o, [](Tensor x) { return tanh(x); }, Shape(DType::kF32, {64}), &ir);
     EXPECT_EQ(ir.find("tanh") != std::string::npos, !approximate) << "approximate_math=" << approximate;
-    std::filesystem::remove_all(o.compile.diagnostics.dump_dir);
   }
 }
 

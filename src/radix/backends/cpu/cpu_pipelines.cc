@@ -264,7 +264,9 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
   mlir::MLIRContext* ctx = module.getContext();
   detail::DiagnosticCollector diags(ctx);
   const bool partitioned = has_grid(module);
-  const bool avx512 = int8_target(target_features).avx512;
+  // The target's x86 extensions: the schedule's kernels and the math stage's exp.
+  const Int8Target target = int8_target(target_features);
+  const bool avx512 = target.avx512;
   for (const PipelineStage& stage : kStages) {
     auto t0 = std::chrono::steady_clock::now();
     std::string name = stage.name;
@@ -289,7 +291,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
       if (!options.vectorize) continue;
       RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned, avx512));
       ScheduleSummary sum;
-      Int8Target int8 = int8_target(target_features);
+      Int8Target int8 = target;
       if (!options.int8_kernels) int8.avx2 = int8.vnni = false;
       if (!options.bf16_kernels) int8.bf16 = false;
       std::string script =
