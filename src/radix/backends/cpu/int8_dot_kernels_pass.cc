@@ -93,8 +93,6 @@
 // AVX2 (VNNI where the host has it); an op this pass does not recognize
 // stays a linalg.generic and becomes plain loops (slow, still correct).
 #include <optional>
-#include <tuple>
-#include <string>
 #include <vector>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -105,10 +103,8 @@
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "radix/backends/cpu/cpu_passes.h"
 #include "radix/backends/cpu/f32_rows_kernel.h"
 #include "radix/backends/cpu/int8_rows_kernel.h"

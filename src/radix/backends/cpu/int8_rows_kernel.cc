@@ -1,25 +1,19 @@
 // The row-group kernel of int8_rows_kernel.h (split from
 // int8_dot_kernels_pass.cc, whose header comment describes the formats).
 
-#include <optional>
 #include <tuple>
-#include <string>
 #include <vector>
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-#include "radix/backends/cpu/cpu_passes.h"
 #include "radix/backends/cpu/kernel_loops.h"
-#include "radix/trace/quantized_dot_marks.h"
 #include "radix/backends/cpu/int8_rows_kernel.h"
 
 namespace radix {
