@@ -54,11 +54,13 @@ std::unique_ptr<mlir::Pass> create_stack_small_buffers_pass();
 // reduction loops (radix-prefetch-next-tile), batched products' reduction
 // loops (radix-prefetch-next-batch), the packed matmul's panel loops
 // (radix-accumulators-from-fill, then radix-prefetch-next-tile: the next
-// accumulator tile).
+// accumulator tile), and on AVX-512 the same loops again for
+// radix-prefetch-next-tile to fetch the next row tile of A.
 inline constexpr const char* kRowLoopMark = "radix.row_loop";
 inline constexpr const char* kStreamLoopMark = "radix.stream_loop";
 inline constexpr const char* kBatchStreamLoopMark = "radix.batch_stream_loop";
 inline constexpr const char* kAccTileLoopMark = "radix.acc_tile_loop";
+inline constexpr const char* kPrefetchARowsMark = "radix.prefetch_a_rows";
 
 // "radix-accumulators-from-fill": the packed matmul's register tiles (panel
 // loops marked by the schedule) take their accumulators in the first K

@@ -314,6 +314,10 @@ static void emit_packed_matmul(std::ostringstream& body, const std::string& id, 
     }
     emit_tile(body, t + "k", t + "r", {part.reg_m, 1, 0, 0});
     body << "    transform.annotate %" << t << "r_l1 \"" << kAccTileLoopMark << "\" : !transform.any_op\n";
+    // AVX-512: each tile's K loop fetches the next row tile's rows of A
+    // (radix-prefetch-next-tile); measured on AVX2 code it did not pay.
+    if (isa.registers >= 32)
+      body << "    transform.annotate %" << t << "r_l1 \"" << kPrefetchARowsMark << "\" : !transform.any_op\n";
     emit_tile(body, t + "r", t + "s", {0, 0, kRegK, 0});
     // Drop the unit panel dim inside the register loop: the tile is a plain
     // (reg_m x kRegK) * (kRegK x panel) matmul again, vectorized to vector.contract.

@@ -18,6 +18,7 @@ namespace radix {
 
 inline constexpr int64_t kCacheLine = 64;
 inline constexpr uint32_t kLocalityL2 = 2;  // memref.prefetch's locality hint for L2 (prefetcht1)
+inline constexpr uint32_t kLocalityL1 = 3;  // and for L1 (prefetcht0)
 
 // A subview the prefetch passes can see through: same rank as its source,
 // unit strides (its offsets simply add to the indices read through it).
