@@ -96,10 +96,10 @@ TEST(JitHeap, ThreadsAllocateAndFreeConcurrently) {
   for (std::thread& t : threads) t.join();
 }
 
-// A packed 512^3 matmul allocates B's packed panels (1 MiB) on every call:
+// A packed 1024^3 matmul allocates B's packed panels (4 MiB) on every call:
 // from the second call on they come back from the heap's pool.
 TEST(JitHeap, CompiledTemporariesAreReusedAcrossCalls) {
-  const int64_t n = 512;
+  const int64_t n = 1024;
   const Shape s(DType::kF32, {n, n});
   std::vector<float> a = testing::random_vec<float>(size_t(n * n), -1, 1, 81);
   std::vector<float> b = testing::random_vec<float>(size_t(n * n), -1, 1, 82);
@@ -110,12 +110,12 @@ TEST(JitHeap, CompiledTemporariesAreReusedAcrossCalls) {
   std::vector<float> second = testing::must(testing::must(exe.call(ba, bb)).to_host<float>());
   EXPECT_GT(jit_heap_reuses(), reuses);
   EXPECT_EQ(first, second);
-  // Spot checks against a double loop (sums of 512 products of magnitude <= 1).
+  // Spot checks against a double loop (sums of 1024 products of magnitude <= 1).
   for (int64_t i = 0; i < n; i += 97)
     for (int64_t j = 0; j < n; j += 89) {
       double acc = 0;
       for (int64_t k = 0; k < n; ++k) acc += double(a[size_t(i * n + k)]) * b[size_t(k * n + j)];
-      EXPECT_NEAR(second[size_t(i * n + j)], acc, 1e-4) << i << "," << j;
+      EXPECT_NEAR(second[size_t(i * n + j)], acc, 3e-4) << i << "," << j;
     }
 }
 

@@ -121,6 +121,7 @@ std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, const Vec
 }
 
 bool use_packed_schedule(mlir::linalg::MatmulOp mm, const VectorIsa& isa) {
+  if (mm->hasAttr(kBInPlaceMark)) return false;
   llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(mm.getOperation()).getStaticLoopRanges();
   const int64_t M = r[0], N = r[1], K = r[2];
   // Weights read as [n, k] with many rows (a prompt) are packed from a smaller
@@ -129,6 +130,43 @@ bool use_packed_schedule(mlir::linalg::MatmulOp mm, const VectorIsa& isa) {
   const int64_t min_volume = b_transposed(mm) && M >= kPackedMinRowsTransposedB ? kPackMinVolumeTransposedB : kPackMinVolume;
   return M * N * K >= min_volume && pack_blocks(M, N, K, isa, 1).has_value() &&
          llvm::cast<mlir::ShapedType>(mm->getResult(0).getType()).getElementType().isF32();
+}
+
+// B [K, N] of at most this many bytes (an L2 of Zen 5's 1 MiB) is read in
+// place by AVX-512's small-block register tiles instead of packed: packing
+// copies all of B on every call, and its panels are no faster to read while
+// B sits in L2. Measured on Zen 5, alternated in one process against the
+// packed form (one thread / two): 256^3 1.02x / 0.98x, 512^3 1.01x / 1.10x,
+// 512x256x256 - / 1.17x, 1024x512x512 1.00x / 1.12x, 2048x512x512 - /
+// 1.07x, 256x512x512 - / 0.99x (two threads take it from 256 rows each),
+// 1024 and 2048 x256x256 1.00 / 0.99x, but 3072 and 4096 x256x256 0.98 /
+// 0.82x and 4096x512x512 0.92x on one thread (up to 1024 rows a thread);
+// 384^3 and 768^3 1.03x / 1.17x and 1.01x / 1.05x (other tiles: not
+// taken), 1024^3 (B 4 MiB) 0.85x. AVX2 code (for Zen 3, on that host)
+// 0.83-0.91x at 256^3 and 512^3: AVX2 keeps packing.
+constexpr int64_t kBInPlaceMaxBytes = int64_t{1} << 20;
+constexpr int64_t kBInPlaceMinRowsPerThread = 256, kBInPlaceMaxRowsPerThread = 1024;
+
+int read_small_b_in_place(mlir::ModuleOp module, const VectorIsa& isa, int threads) {
+  if (isa.registers < 32 || isa.f32_lanes != 16) return 0;
+  int marked = 0;
+  module.walk([&](mlir::linalg::MatmulOp op) {
+    mlir::linalg::MatmulOp mm = plain_matmul(op.getOperation());
+    if (!mm || b_transposed(op) || !use_packed_schedule(mm, isa)) return;
+    for (mlir::Value v : {mm.getDpsInputOperand(0)->get(), mm.getDpsInputOperand(1)->get()})
+      if (!llvm::cast<mlir::ShapedType>(v.getType()).getElementType().isF32()) return;
+    llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(op.getOperation()).getStaticLoopRanges();
+    const int64_t M = r[0], N = r[1], K = r[2];
+    const int op_threads = in_thread_region(op.getOperation()) ? 1 : threads;
+    const std::optional<std::pair<int64_t, int64_t>> tile = register_tile(M, N, isa);
+    if (K * N * 4 > kBInPlaceMaxBytes || M < kBInPlaceMinRowsPerThread * op_threads ||
+        M > kBInPlaceMaxRowsPerThread * op_threads || !tile ||
+        !uses_small_blocks(M, N, K, tile->first, tile->second))
+      return;
+    op->setAttr(kBInPlaceMark, mlir::UnitAttr::get(op.getContext()));
+    ++marked;
+  });
+  return marked;
 }
 
 bool feeds_only_packed_matmuls(mlir::linalg::FillOp fill, const VectorIsa& isa) {

@@ -94,6 +94,15 @@ bool in_thread_region(mlir::Operation* op);
 // a transpose follows it. Returns how many it rewrote.
 int swap_small_row_matmuls(mlir::ModuleOp module, const VectorIsa& isa);
 
+// After fit_matmuls_to_tiles: marks (kBInPlaceMark) each f32 x[M, K] ·
+// B[K, N] on AVX-512 whose B fits in L2 (at most kBInPlaceMaxBytes) and
+// whose rows give each of its threads 256 to 1024 (see the constants),
+// when its register tiles run in small cache blocks: it then reads B in
+// place instead of the packed schedule copying it into panels on every
+// call. Returns how many it marked.
+inline constexpr const char* kBInPlaceMark = "radix.b_in_place";
+int read_small_b_in_place(mlir::ModuleOp module, const VectorIsa& isa, int threads);
+
 // A contraction (matmul / batch_matmul) whose B is read as [.., n, k]:
 // maps A(.., m, k), B(.., n, k), C(.., m, n) (trace/ops_dot.cc emits it for
 // weights stored [out, in] and for q · kᵀ).
@@ -102,7 +111,8 @@ bool b_transposed(mlir::linalg::LinalgOp op);
 // A static f32/f64 linalg.matmul with the default maps or B transposed, or null.
 mlir::linalg::MatmulOp plain_matmul(mlir::Operation* op);
 
-// The packed schedule applies: large enough, and every tile divides its dim.
+// The packed schedule applies: large enough, every tile divides its dim, and
+// not marked to read B in place (read_small_b_in_place).
 bool use_packed_schedule(mlir::linalg::MatmulOp mm, const VectorIsa& isa);
 
 // A fill whose every user is a matmul given the packed schedule: left alone,

@@ -599,7 +599,7 @@ std::string ScheduleSummary::to_string() const {
          std::to_string(transposes) + " tiled transposes, " + std::to_string(padded) + " padded, " +
          std::to_string(split) + " split, " + std::to_string(thread_regions) + " batched by thread, " +
          std::to_string(batch_loops) + " one batch at a time, " + std::to_string(widened) +
-         " half-precision weights widened";
+         " half-precision weights widened, " + std::to_string(b_in_place) + " B read in place";
 }
 
 VectorIsa host_vector_isa() {
@@ -734,6 +734,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
   sum.padded = fitted.padded;
   sum.split = fitted.split;
   sum.swapped = swap_small_row_matmuls(module, isa);
+  sum.b_in_place = read_small_b_in_place(module, isa, threads);
 
   // Every function with a body: @main and the function cache's callees, which
   // stay calls (a layer called twelve times is scheduled and compiled once).

@@ -52,10 +52,12 @@ struct ScheduleSummary {
   int thread_regions = 0;  // batched products split by batch over the threads before being fitted
   int batch_loops = 0;  // batched products of a transposed B run one batch at a time (one thread)
   int widened = 0;      // prompt matmuls of bf16 / f16 weights run on the weights widened to f32 first
+  int b_in_place = 0;   // matmuls reading a B that fits in L2 in place instead of packing it
   // "2 matmuls (1 packed), 3 elementwise, 1 reductions, 4 left as loops, 2 on
   // threads, 0 row-fused groups, 0 consumers fused into matmuls, 1
   // operand-swapped, 1 tiled transposes, 0 padded, 0 split, 0 batched by
-  // thread, 0 one batch at a time, 0 half-precision weights widened"
+  // thread, 0 one batch at a time, 0 half-precision weights widened, 0 B read
+  // in place"
   std::string to_string() const;
 };
 
