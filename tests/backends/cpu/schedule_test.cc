@@ -903,8 +903,11 @@ TEST(Schedule, StoreBoundRowGroupsPrefetchLongRowsFromMemory) {
 // 65 row tiles, so the last panel of the last row tile prefetches the
 // clamped (last) row tile again, inside C. Three K blocks of 512: only
 // blocks after the first read C (radix-accumulators-from-fill), and
-// prefetch it.
-TEST(Schedule, PackedTilesPrefetchTheNextAccumulatorTile) {
+// prefetch it. On AVX-512 each tile's K loop also prefetches, into L1, one
+// row of the next row tile of A per panel (panel p: row p of the next 8) at
+// the column each K step reads, clamped to A's last row (the last tile's
+// next rows would start at 520); AVX2's tiles do not.
+TEST(Schedule, PackedTilesPrefetchTheNextTilesOfCAndA) {
   const int64_t M = 520, N = 512, K = 1536;  // AVX2 would take K = 1024 as one block: C never read back
   const Shape sa(DType::kF32, {M, K}), sb(DType::kF32, {K, N});
   const std::vector<float> a = testing::random_vec<float>(size_t(M * K), -1, 1, 81);
@@ -920,41 +923,12 @@ TEST(Schedule, PackedTilesPrefetchTheNextAccumulatorTile) {
       const std::string ir = slurp_stage(dir, "bufferize.mlir");
       fs::remove_all(dir);
       // AVX-512: one 8-row part; AVX2 (520 = 480 in 6-row tiles + 40 in 4-row ones): 6 + 4.
-      EXPECT_EQ(testing::count_of(ir, "read, locality<2>, data"), c.isa.registers >= 32 ? size_t{16} : size_t{10})
-          << what << "\n" << ir;
-      std::vector<float> got = must(must(exe.call(must(cpu().buffer(sa, a)), must(cpu().buffer(sb, b)))).to_host<float>());
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < want.size(); ++i)
-        // 1536 f32 products of magnitude <= 1 in f32 sums.
-        ASSERT_NEAR(got[i], want[i], 4e-4) << what << " at " << i;
-    }
-}
-
-// Packed matmuls on AVX-512: each register tile's K loop prefetches, into
-// L1, one row of the next row tile of A per panel (panel p: row p of the
-// next 8) at the column each K step reads; the row is clamped to A's last
-// row (520 rows: the last tile's next rows start at 520). AVX2's tiles get
-// none. On one and two threads, against a double loop.
-TEST(Schedule, AvxPackedTilesPrefetchTheNextRowTileOfA) {
-  const int64_t M = 520, N = 512, K = 1024;
-  const Shape sa(DType::kF32, {M, K}), sb(DType::kF32, {K, N});
-  const std::vector<float> a = testing::random_vec<float>(size_t(M * K), -1, 1, 83);
-  const std::vector<float> b = testing::random_vec<float>(size_t(K * N), -1, 1, 84);
-  const std::vector<double> want = testing::matmul_reference(a, b, M, N, K);
-  for (const IsaCase& c : {kIsas[1], kIsas[2]})
-    for (int threads : {1, 2}) {
-      const std::string what = std::string(c.name) + " t" + std::to_string(threads);
-      fs::path dir = fs::temp_directory_path() / ("radix-apf-" + std::to_string(::getpid()));
-      CompileFnOptions o = testing::isa_options(c, threads, {"bufferize"}, dir);
-      auto exe = must(compile_fn(cpu(), o, [](Tensor x, Tensor y) { return matmul(x, y); }, sa, sb));
-      EXPECT_FALSE(exe.executable().stats().schedule_fell_back) << what;
-      const std::string ir = slurp_stage(dir, "bufferize.mlir");
-      fs::remove_all(dir);
       const bool avx512 = c.isa.registers >= 32;
+      EXPECT_EQ(testing::count_of(ir, "read, locality<2>, data"), avx512 ? size_t{16} : size_t{10}) << what << "\n" << ir;
       EXPECT_EQ(testing::count_of(ir, "read, locality<3>, data"), avx512 ? size_t{1} : size_t{0}) << what << "\n" << ir;
       if (avx512) {
-        // Inside the K loop (the scf.for carrying the accumulator tile), on A
-        // itself (the function's first argument), after the clamp to row 519.
+        // A's: inside the K loop (the scf.for carrying the accumulator tile),
+        // on A itself (the function's first argument), after the clamp to row 519.
         const size_t k_loop = ir.find("iter_args("), pf = ir.find("read, locality<3>, data");
         ASSERT_NE(k_loop, std::string::npos) << what;
         EXPECT_LT(k_loop, pf) << what << "\n" << ir;
@@ -966,8 +940,8 @@ TEST(Schedule, AvxPackedTilesPrefetchTheNextRowTileOfA) {
       std::vector<float> got = must(must(exe.call(must(cpu().buffer(sa, a)), must(cpu().buffer(sb, b)))).to_host<float>());
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < want.size(); ++i)
-        // 1024 f32 products of magnitude <= 1 in f32 sums.
-        ASSERT_NEAR(got[i], want[i], 3e-4) << what << " at " << i;
+        // 1536 f32 products of magnitude <= 1 in f32 sums.
+        ASSERT_NEAR(got[i], want[i], 4e-4) << what << " at " << i;
     }
 }
 
