@@ -207,15 +207,14 @@ void prefetch_next_acc_tiles(mlir::scf::ForOp panels) {
 // prefetch per K step (4 columns: each line asked for four times, one
 // instruction per 64 FMAs) at the column the step reads. Why: A is read in
 // place, R rows with A's row stride, and its tile's first panel waited on
-// them. Measured on one Zen 5 core,
-// alternated in one process against the same code without them: 4096^3
-// 1.01-1.03x on one thread, 1.01-1.02x on two, 2048^3 on two 1.02x, 1024^3
-// and 256^3 and [128,4096]x[4096,11008] within the host's spread
-// (0.99-1.01x), 2048^3 on one 1.00x; into L2 instead 1.01x at 4096^3;
+// them. Measured on one Zen 5 core, alternated in one process against the
+// same code without them: 4096^3 1.01-1.03x on one thread, 1.01-1.02x on
+// two, 2048^3 1.00x / 1.02x, 1024^3, 256^3 and [128,4096]x[4096,11008]
+// within the host's spread (0.99-1.01x); into L2 instead 1.01x at 4096^3;
 // AVX2 code (for Zen 3, on that host) 0.99-1.00x: not marked there. Not
 // taken: K blocks outside the row blocks (B's slice in L2 for all rows,
-// with these prefetches) 0.98x of neither, the last row tile prefetching the next K
-// block's slice of packed B 0.99x.
+// with these prefetches) 0.98x of neither; the last row tile prefetching
+// the next K block's slice of packed B 0.99x.
 void prefetch_next_row_tile_of_a(mlir::scf::ForOp panels) {
   auto rows = llvm::dyn_cast<mlir::scf::ForOp>(panels->getParentOp());
   if (!rows) return;
