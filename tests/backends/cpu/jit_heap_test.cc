@@ -115,7 +115,7 @@ TEST(JitHeap, CompiledTemporariesAreReusedAcrossCalls) {
     for (int64_t j = 0; j < n; j += 89) {
       double acc = 0;
       for (int64_t k = 0; k < n; ++k) acc += double(a[size_t(i * n + k)]) * b[size_t(k * n + j)];
-      EXPECT_NEAR(second[size_t(i * n + j)], acc, 3e-4) << i << "," << j;
+      EXPECT_NEAR(second[size_t(i * n + j)], acc, 1e-4) << i << "," << j;
     }
 }
 

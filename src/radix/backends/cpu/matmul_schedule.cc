@@ -152,9 +152,7 @@ int read_small_b_in_place(mlir::ModuleOp module, const VectorIsa& isa, int threa
   int marked = 0;
   module.walk([&](mlir::linalg::MatmulOp op) {
     mlir::linalg::MatmulOp mm = plain_matmul(op.getOperation());
-    if (!mm || b_transposed(op) || !use_packed_schedule(mm, isa)) return;
-    for (mlir::Value v : {mm.getDpsInputOperand(0)->get(), mm.getDpsInputOperand(1)->get()})
-      if (!llvm::cast<mlir::ShapedType>(v.getType()).getElementType().isF32()) return;
+    if (!mm || b_transposed(op) || !use_packed_schedule(mm, isa) || !all_f32(op)) return;
     llvm::SmallVector<int64_t> r = llvm::cast<mlir::linalg::LinalgOp>(op.getOperation()).getStaticLoopRanges();
     const int64_t M = r[0], N = r[1], K = r[2];
     const int op_threads = in_thread_region(op.getOperation()) ? 1 : threads;

@@ -218,14 +218,8 @@ void prefetch_next_acc_tiles(mlir::scf::ForOp panels) {
 void prefetch_next_row_tile_of_a(mlir::scf::ForOp panels) {
   auto rows = llvm::dyn_cast<mlir::scf::ForOp>(panels->getParentOp());
   if (!rows) return;
-  // The K loop: the body's first loop carrying one value (the accumulator
-  // tile, loaded from C or, in a first K block, C's fill).
-  mlir::scf::ForOp k_loop;
-  for (mlir::Operation& op : *panels.getBody())
-    if (auto f = llvm::dyn_cast<mlir::scf::ForOp>(op); f && f.getInitArgs().size() == 1) {
-      k_loop = f;
-      break;
-    }
+  // Its accumulator may start from C or, in a first K block, C's fill.
+  mlir::scf::ForOp k_loop = acc_k_loop(panels);
   if (!k_loop) return;
   std::optional<int64_t> rstep = mlir::getConstantIntValue(rows.getStep()), plb = mlir::getConstantIntValue(panels.getLowerBound()),
                          pstep = mlir::getConstantIntValue(panels.getStep());

@@ -49,18 +49,21 @@ bool computes_transcendentals(mlir::Operation* loop) {
   return found;
 }
 
+mlir::scf::ForOp acc_k_loop(mlir::scf::ForOp panels) {
+  for (mlir::Operation& op : *panels.getBody())
+    if (auto k_loop = llvm::dyn_cast<mlir::scf::ForOp>(op); k_loop && k_loop.getInitArgs().size() == 1) return k_loop;
+  return {};
+}
+
 std::optional<AccTile> acc_tile(mlir::scf::ForOp panels) {
-  for (mlir::Operation& op : *panels.getBody()) {
-    auto k_loop = llvm::dyn_cast<mlir::scf::ForOp>(op);
-    if (!k_loop || k_loop.getInitArgs().size() != 1) continue;
-    mlir::Value init = k_loop.getInitArgs()[0];
-    if (auto first = init.getDefiningOp<mlir::scf::IfOp>(); first && first.elseBlock())
-      init = first.elseYield()->getOperand(llvm::cast<mlir::OpResult>(init).getResultNumber());
-    auto load = init.getDefiningOp<mlir::vector::TransferReadOp>();
-    if (!load) return std::nullopt;
-    return AccTile{k_loop, load};
-  }
-  return std::nullopt;
+  mlir::scf::ForOp k_loop = acc_k_loop(panels);
+  if (!k_loop) return std::nullopt;
+  mlir::Value init = k_loop.getInitArgs()[0];
+  if (auto first = init.getDefiningOp<mlir::scf::IfOp>(); first && first.elseBlock())
+    init = first.elseYield()->getOperand(llvm::cast<mlir::OpResult>(init).getResultNumber());
+  auto load = init.getDefiningOp<mlir::vector::TransferReadOp>();
+  if (!load) return std::nullopt;
+  return AccTile{k_loop, load};
 }
 
 }  // namespace radix

@@ -47,6 +47,10 @@ bool computes_transcendentals(mlir::Operation* op);
 // scf.for carrying one value) and the read of C that value starts from, on
 // the else branch of the scf.if radix-accumulators-from-fill may have put
 // there; none when the loop holds no such tile.
+// The K loop of a packed matmul's panel loop: the body's first scf.for
+// carrying one value (the accumulator tile); none when there is no such loop.
+mlir::scf::ForOp acc_k_loop(mlir::scf::ForOp panels);
+
 struct AccTile {
   mlir::scf::ForOp k_loop;
   mlir::vector::TransferReadOp load;
