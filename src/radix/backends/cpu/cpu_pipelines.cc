@@ -64,8 +64,9 @@ const PipelineStage kStages[] = {
      // Last: it drops the write prefetches of the outputs it streams.
      // @stream@: the byte threshold (CpuOptions::streaming_store_bytes).
      "radix-streaming-stores{min-bytes=@stream@}"},
-    // @avx512@: 1 on AVX-512F targets (exp by vscalefps), else 0.
-    {"math", "func.func(math-extend-to-supported-types),radix-math-approximation{avx512=@avx512@}"},
+    // @avx512@: 1 on AVX-512F targets (exp by vscalefps), else 0; @fma@ 1 on
+    // targets with FMA (exp by a floored k).
+    {"math", "func.func(math-extend-to-supported-types),radix-math-approximation{avx512=@avx512@ fma=@fma@}"},
     // Threads first: the schedule's scf.forall loops become scf.parallel and
     // then OpenMP parallel regions (LLVM's libomp at run time), each thread
     // running its static share of the iterations (radix-omp-static-chunks).
@@ -158,9 +159,10 @@ namespace {
 // nothing to convert) and @mpi@ by the mpi dialect's lowering in a sharded
 // program (convert-to-llvm fails on a dialect never loaded), @stream@ by the
 // streaming-store threshold (0 off x86: the pass emits x86's sfence), @merge@
-// by radix-merge-foralls or nothing, @avx512@ by whether the target has
-// AVX-512F.
-std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options, bool partitioned, bool avx512) {
+// by radix-merge-foralls or nothing, @avx512@ and @fma@ by whether the
+// target has AVX-512F and FMA.
+std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options, bool partitioned,
+                           const Int8Target& target) {
   const std::string threads = std::to_string(resolve_cpu_threads(options.threads));
   std::string p = replace_all(stage.pipeline, "@threads@", threads);
   static const bool x86 = llvm::Triple(llvm::sys::getProcessTriple()).isX86();
@@ -170,7 +172,8 @@ std::string stage_pipeline(const PipelineStage& stage, const CpuOptions& options
                   options.merge_parallel_loops
                       ? "radix-merge-foralls{threads=" + threads + "},"
                       : std::string());
-  p = replace_all(std::move(p), "@avx512@", avx512 ? "1" : "0");
+  p = replace_all(std::move(p), "@avx512@", target.avx512 ? "1" : "0");
+  p = replace_all(std::move(p), "@fma@", target.fma ? "1" : "0");
   return replace_all(std::move(p), "@mpi@", partitioned ? "convert-to-llvm{filter-dialects=mpi}," : "");
 }
 
@@ -251,9 +254,9 @@ Status finish_collectives(mlir::ModuleOp module) {
 }
 
 Status run_pipeline(mlir::ModuleOp module, const PipelineStage& stage, const CpuOptions& options,
-                    detail::DiagnosticCollector& diags, bool partitioned, bool avx512) {
+                    detail::DiagnosticCollector& diags, bool partitioned, const Int8Target& target) {
   return run_pass_pipeline(module, "stage '" + std::string(stage.name) + "'",
-                           stage_pipeline(stage, options, partitioned, avx512), diags);
+                           stage_pipeline(stage, options, partitioned, target), diags);
 }
 }  // namespace
 
@@ -266,7 +269,6 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
   const bool partitioned = has_grid(module);
   // The target's x86 extensions: the schedule's kernels and the math stage's exp.
   const Int8Target target = int8_target(target_features);
-  const bool avx512 = target.avx512;
   for (const PipelineStage& stage : kStages) {
     auto t0 = std::chrono::steady_clock::now();
     std::string name = stage.name;
@@ -277,7 +279,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
       // but no annotations: nothing to partition.
       if (!partitioned || (name == "partition" && !has_annotations(module))) continue;
       if (name == "collectives") set_mpi_implementation(module);
-      if (Status st = run_pipeline(module, stage, options, diags, partitioned, avx512); !st.ok()) {
+      if (Status st = run_pipeline(module, stage, options, diags, partitioned, target); !st.ok()) {
         if (name != "partition") return st;
         return compile_error(
             "sharding: MLIR's partitioner cannot split this program over its mesh (automatic partitioning "
@@ -289,7 +291,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
       if (name == "collectives") RADIX_RETURN_IF_ERROR(finish_collectives(module));
     } else if (name == "schedule") {
       if (!options.vectorize) continue;
-      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned, avx512));
+      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned, target));
       ScheduleSummary sum;
       Int8Target int8 = target;
       if (!options.int8_kernels) int8.avx2 = int8.vnni = false;
@@ -303,7 +305,7 @@ Status run_cpu_lowering(mlir::ModuleOp module, const CpuOptions& options, StageD
       }
     } else {
       if (name == "math" && !options.approximate_math) continue;
-      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned, avx512));
+      RADIX_RETURN_IF_ERROR(run_pipeline(module, stage, options, diags, partitioned, target));
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (on_stage) on_stage(name, ms);

@@ -693,7 +693,8 @@ Int8Target int8_target(std::string_view target_features) {
                     .bf16 = t.has("avx512bf16") && t.has("avx512f") && fast_bf16_dot(t.cpu()),
                     .vnni512 = t.has("avx512vnni") && t.has("avx512bw") && t.has("avx512f"),
                     .avx512 = t.has("avx512f"),
-                    .gfni = t.has("gfni")};
+                    .gfni = t.has("gfni"),
+                    .fma = t.has("fma")};
 }
 
 VectorIsa schedule_vector_isa(const VectorIsa& requested, std::string_view target_features) {

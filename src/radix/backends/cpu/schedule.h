@@ -99,6 +99,9 @@ struct Int8Target {
   // vgf2p8affineqb (GFNI, with vnni512): Q4_0's nibbles in one instruction
   // per block pair (radix-int8-dot-kernels' emit_block_pairs).
   bool gfni = false;
+  // vfmadd (FMA): the math stage's exp of f32 vectors (FloorExp in
+  // math_approximation_pass.cc; the FMA targets all have SSE4.1's vroundps).
+  bool fma = false;
 };
 // From resolve_target_cpu's "cpu +feature,-feature,..." (empty: the host).
 Int8Target int8_target(std::string_view target_features);
