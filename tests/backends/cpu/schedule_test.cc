@@ -215,6 +215,26 @@ TEST(Schedule, Avx2PackedBlocksTakeLongKAndNarrowColumns) {
       }
 }
 
+// AVX-512, more rows than one 256-row block, a multiple of 64: row blocks of
+// 64 (each K block's A and C blocks stay in L2 beside B's slice); 256 rows
+// stay one block, and 520 rows (no multiple of 64) keep their 104-row
+// blocks. 16-register ISAs keep their blocks. One and two threads
+// (two: the column blocks over the threads, the row blocks inside each),
+// every ISA, against the naive loop.
+TEST(Schedule, Avx512ManyRowsRunInSixtyFourRowBlocks) {
+  for (const IsaCase& c : kIsas)
+    for (int64_t m : {768, 256, 520})
+      for (int t : {1, 2}) {
+        auto [script, ir] = check(c, m, 512, 1024, t);
+        const std::string what = std::string(c.name) + " " + std::to_string(m) + " rows on " + std::to_string(t);
+        const bool wide = c.isa.registers >= 32;
+        if (!wide) continue;  // (16-register ISAs' blocks are of 64 or 96 / 48 rows anyway)
+        EXPECT_EQ(script.find("tile_sizes [64, 0, 0, 0]") != std::string::npos, m == 768) << what << "\n" << script;
+        if (m == 520)
+          EXPECT_NE(script.find("tile_sizes [104, 0, 0, 0]"), std::string::npos) << what << "\n" << script;
+      }
+}
+
 // All rows in one block on threads: the forall runs over column tiles only,
 // at least 4 per thread (of one or two panels here), each packing its own
 // panels of B (the pack fused into the forall, not a parallel region of
