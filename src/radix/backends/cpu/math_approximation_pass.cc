@@ -36,6 +36,39 @@ namespace {
 
 using mlir::Value;
 
+// What ScalefExp and FloorExp build their exp from, over f32 vectors of
+// `type`: splat constants, FMAs, clamps that keep a NaN, Cody-Waite's
+// reduction and Horner's scheme.
+struct ExpParts {
+  mlir::ImplicitLocOpBuilder& b;
+  mlir::VectorType type;
+
+  Value splat(float v) const {
+    return mlir::arith::ConstantOp::create(b, mlir::DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+  }
+  Value fma(Value a, Value x, Value y) const { return mlir::math::FmaOp::create(b, a, x, y); }
+  // x clamped to [lo, hi], a NaN x kept: select(x >= lo or unordered, x,
+  // lo), then the same against hi: one vmaxps and one vminps.
+  Value clamp(Value x, float lo, float hi) const {
+    auto bound = [&](Value v, mlir::arith::CmpFPredicate keep, float c) -> Value {
+      Value cv = splat(c);
+      return mlir::arith::SelectOp::create(b, mlir::arith::CmpFOp::create(b, keep, v, cv), v, cv);
+    };
+    return bound(bound(x, mlir::arith::CmpFPredicate::UGE, lo), mlir::arith::CmpFPredicate::ULE, hi);
+  }
+  // x - k * ln(2), ln(2) split in two (Cody-Waite: 0.693359375 has 9
+  // significant bits, so k times it is exact for the k of f32's exponents).
+  Value reduce(Value x, Value k) const {
+    return fma(k, splat(2.12194440e-4f), fma(k, splat(-0.693359375f), x));
+  }
+  // The polynomial of coefficients `c`, the highest degree's first, at r.
+  Value horner(Value r, std::initializer_list<float> c) const {
+    Value p = splat(*c.begin());
+    for (auto it = c.begin() + 1; it != c.end(); ++it) p = fma(p, r, splat(*it));
+    return p;
+  }
+};
+
 // exp(x) = 2^k * exp(r): k = roundeven(x * log2(e)), r = x - k * ln(2) with
 // ln(2) split in two (Cody-Waite: 0.693359375 has 9 significant bits, so
 // k times it is exact), |r| <= ln(2) / 2. x is first clamped to
@@ -52,25 +85,15 @@ class ScalefExp : public mlir::OpRewritePattern<mlir::math::ExpOp> {
         !type.getElementType().isF32())
       return rewriter.notifyMatchFailure(op, "not vector<16xf32>");
     mlir::ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    auto splat = [&](float v) -> Value {
-      return mlir::arith::ConstantOp::create(b, mlir::DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
-    };
-    auto fma = [&](Value a, Value x, Value y) -> Value { return mlir::math::FmaOp::create(b, a, x, y); };
-    // select(x >= bound or unordered, x, bound): one vmaxps that keeps a NaN x.
-    auto clamp = [&](Value x, mlir::arith::CmpFPredicate keep, float bound) -> Value {
-      Value c = splat(bound);
-      return mlir::arith::SelectOp::create(b, mlir::arith::CmpFOp::create(b, keep, x, c), x, c);
-    };
-    Value x = clamp(op.getOperand(), mlir::arith::CmpFPredicate::UGE, -104.0f);
-    x = clamp(x, mlir::arith::CmpFPredicate::ULE, 88.8f);
-    Value k = mlir::math::RoundEvenOp::create(b, mlir::arith::MulFOp::create(b, x, splat(1.44269504088896341f)));
-    Value r = fma(k, splat(-0.693359375f), x);
-    r = fma(k, splat(2.12194440e-4f), r);
+    const ExpParts e{b, type};
+    Value x = e.clamp(op.getOperand(), -104.0f, 88.8f);
+    Value k = mlir::math::RoundEvenOp::create(b, mlir::arith::MulFOp::create(b, x, e.splat(1.44269504088896341f)));
+    Value r = e.reduce(x, k);
     // exp(r) by a degree-6 minimax polynomial (Remez on the relative error
     // over |r| <= ln(2) / 2: 0.03 ulp; c0 and c1 round to 1): at most 1.04
     // ulp in f32 over [-87, 88.7], against 3.83 for MLIR's degree-7 form.
-    Value p = splat(1.3836845989e-3f);
-    for (float c : {8.3748158043e-3f, 4.1668225570e-2f, 1.6666420170e-1f, 4.9999992080e-1f, 1.0f, 1.0f}) p = fma(p, r, splat(c));
+    Value p = e.horner(r, {1.3836845989e-3f, 8.3748158043e-3f, 4.1668225570e-2f, 1.6666420170e-1f, 4.9999992080e-1f,
+                           1.0f, 1.0f});
     // vscalefps(p, k) = p * 2^floor(k), all lanes (mask -1), current rounding (4).
     Value all = mlir::arith::ConstantOp::create(b, b.getI16IntegerAttr(-1));
     Value rounding = mlir::arith::ConstantOp::create(b, b.getI32IntegerAttr(4));
@@ -107,24 +130,13 @@ class FloorExp : public mlir::OpRewritePattern<mlir::math::ExpOp> {
     if (!type || type.isScalable() || !type.getElementType().isF32())
       return rewriter.notifyMatchFailure(op, "not a vector of f32");
     mlir::ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    auto splat = [&](float v) -> Value {
-      return mlir::arith::ConstantOp::create(b, mlir::DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
-    };
-    auto fma = [&](Value a, Value x, Value y) -> Value { return mlir::math::FmaOp::create(b, a, x, y); };
-    auto clamp = [&](Value x, mlir::arith::CmpFPredicate keep, float bound) -> Value {
-      Value c = splat(bound);
-      return mlir::arith::SelectOp::create(b, mlir::arith::CmpFOp::create(b, keep, x, c), x, c);
-    };
-    Value x = clamp(op.getOperand(), mlir::arith::CmpFPredicate::UGE, -88.0f);
-    x = clamp(x, mlir::arith::CmpFPredicate::ULE, 88.8f);
-    Value k = mlir::math::FloorOp::create(b, mlir::arith::MulFOp::create(b, x, splat(1.44269504088896341f)));
-    Value r = fma(k, splat(-0.693359375f), x);
-    r = fma(k, splat(2.12194440e-4f), r);
-    Value p = splat(0x1.0008dp-9f);
-    for (float c : {0x1.fe2a66p-8f, 0x1.57679ep-5f, 0x1.553726p-3f, 0x1.0000c6p-1f, 0x1.fffffap-1f, 1.0f})
-      p = fma(p, r, splat(c));
+    const ExpParts e{b, type};
+    Value x = e.clamp(op.getOperand(), -88.0f, 88.8f);
+    Value k = mlir::math::FloorOp::create(b, mlir::arith::MulFOp::create(b, x, e.splat(1.44269504088896341f)));
+    Value p = e.horner(e.reduce(x, k), {0x1.0008dp-9f, 0x1.fe2a66p-8f, 0x1.57679ep-5f, 0x1.553726p-3f, 0x1.0000c6p-1f,
+                                        0x1.fffffap-1f, 1.0f});
     // k + 1.5 * 2^23 + 127 is exact (|k| <= 128); its low 9 bits are k + 127.
-    Value biased = mlir::arith::AddFOp::create(b, k, splat(12582912.0f + 127.0f));
+    Value biased = mlir::arith::AddFOp::create(b, k, e.splat(12582912.0f + 127.0f));
     auto itype = mlir::VectorType::get(type.getShape(), b.getI32Type());
     Value bits = mlir::arith::ShLIOp::create(
         b, mlir::arith::BitcastOp::create(b, itype, biased),
