@@ -215,23 +215,27 @@ TEST(Schedule, Avx2PackedBlocksTakeLongKAndNarrowColumns) {
       }
 }
 
-// AVX-512, more rows than one 256-row block, a multiple of 64: row blocks of
-// 64 (each K block's A and C blocks stay in L2 beside B's slice); 256 rows
-// stay one block, and 520 rows (no multiple of 64) keep their 104-row
-// blocks. 16-register ISAs keep their blocks. One and two threads
-// (two: the column blocks over the threads, the row blocks inside each),
-// every ISA, against the naive loop.
+// AVX-512, more rows than one 256-row block, a multiple of 64, and K in
+// several blocks: row blocks of 64 (each K block's A and C blocks stay in
+// L2 beside B's slice). 256 rows stay one block; 768 rows with K in one
+// block keep blocks of 256. 16-register ISAs keep their blocks. One and two
+// threads (two: the column blocks over the threads, the row blocks inside
+// each), every ISA, against the naive loop.
 TEST(Schedule, Avx512ManyRowsRunInSixtyFourRowBlocks) {
+  struct Case {
+    int64_t m, k, n, block_m;  // AVX-512's row blocks (B over 1 MiB: packed, not read in place)
+  };
   for (const IsaCase& c : kIsas)
-    for (int64_t m : {768, 256, 520})
+    for (Case s : {Case{512, 1536, 512, 64}, Case{256, 1536, 512, 256}, Case{768, 512, 1024, 256}})
       for (int t : {1, 2}) {
-        auto [script, ir] = check(c, m, 512, 1024, t);
-        const std::string what = std::string(c.name) + " " + std::to_string(m) + " rows on " + std::to_string(t);
-        const bool wide = c.isa.registers >= 32;
-        if (!wide) continue;  // (16-register ISAs' blocks are of 64 or 96 / 48 rows anyway)
-        EXPECT_EQ(script.find("tile_sizes [64, 0, 0, 0]") != std::string::npos, m == 768) << what << "\n" << script;
-        if (m == 520)
-          EXPECT_NE(script.find("tile_sizes [104, 0, 0, 0]"), std::string::npos) << what << "\n" << script;
+        auto [script, ir] = check(c, s.m, s.k, s.n, t);
+        const std::string what = std::string(c.name) + " " + std::to_string(s.m) + "x" + std::to_string(s.k) + "x" +
+                                 std::to_string(s.n) + " on " + std::to_string(t);
+        if (c.isa.registers < 32) continue;  // (16-register ISAs' blocks are of 64 or 96 / 48 rows anyway)
+        EXPECT_EQ(script.find("tile_sizes [64, 0, 0, 0]") != std::string::npos, s.block_m == 64) << what << "\n" << script;
+        if (s.m > s.block_m)
+          EXPECT_NE(script.find("tile_sizes [" + std::to_string(s.block_m) + ", 0, 0, 0]"), std::string::npos)
+              << what << "\n" << script;
       }
 }
 

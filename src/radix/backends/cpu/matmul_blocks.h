@@ -41,20 +41,24 @@ inline constexpr int64_t kPackMinVolumeTransposedB = int64_t{1} << 20, kPackedMi
 inline constexpr int64_t kPanelVectors = 2;
 inline constexpr int64_t kBlockN = 256;
 inline constexpr std::initializer_list<int64_t> kBlockMAvx512 = {256, 128, 64}, kBlockKAvx512 = {512, 256};
-// AVX-512 products of more rows than one 256-row block, a multiple of 64
-// rows, run in 64-row blocks instead: a (row block, K block) then holds
-// its 64 x 512 slice of A (128 KiB) and 64 x 256 block of C (64 KiB)
-// beside the 512 KiB slice of packed B that all its row tiles read, within
-// a 1 MiB L2; with 256 rows (512 + 256 KiB more) B's slice was pushed out
-// between row tiles. Measured on Zen 5, alternated in one process against
-// 256-row blocks (one / two threads): 4096^3 1.018-1.030 / 1.025-1.033,
-// 2048^3 1.010 / 1.016, 2048 x 2048 x 4096 1.016, 4096 x 4096 x 2048 1.012,
-// 8192 x 1024 x 4096 1.032, x[1024,4096]·W[4096,4096]ᵀ 1.021,
+// AVX-512 products of more rows than one 256-row block, a multiple of 64,
+// with K in several blocks (over kWholeBlockKMaxAvx512), run in 64-row
+// blocks instead: a (row block, K block) then holds its 64 x 512 slice of
+// A (128 KiB) and 64 x 256 block of C (64 KiB) beside the 512 KiB slice of
+// packed B that all its row tiles read, within a 1 MiB L2; with 256 rows
+// (512 + 256 KiB more) B's slice was pushed out between row tiles.
+// Measured on Zen 5, alternated in one process against 256-row blocks (one
+// / two threads): 4096^3 1.018-1.030 / 1.025-1.033, 2048^3 0.998-1.010 /
+// 0.993-1.016, 2048 x 2048 x 4096 1.016, 4096 x 4096 x 2048 1.012, 8192 x
+// 1024 x 4096 1.032, x[1024,4096]·W[4096,4096]ᵀ 1.021,
 // x[512,4096]·W[11008,4096]ᵀ (operand-swapped: 11008 rows) 1.032,
-// x[128,4096]·W[11008,4096]ᵀ 1.004 / 1.034; 1024^3, 512^3 and 512 x 2048 x
-// 2048 0.995-1.002. Products of at most 256 rows keep one block (64-row
-// blocks read 0.99-1.00 there: 128 / 256 x 4096 x 4096), and 128-row
-// blocks read 0.96-1.01 (2048^3 on two threads 0.96).
+// x[128,4096]·W[11008,4096]ᵀ 1.004 / 1.034, 512 x 2048 x 2048 1.002. K in
+// one block keeps 256 rows: there C is written once and B's slice is at
+// most 576 KiB, and 64 rows read 0.986-1.012 (1024^3 1.000 / 1.002, 512^3
+// 0.995, x[128,768]·W[2048,768]ᵀ 0.997 / 0.986, x[128,768]·W[32000,768]ᵀ
+// 1.012). Products of at most 256 rows keep one block (64-row blocks read
+// 0.990-0.998 at 128 / 256 x 4096 x 4096); 128-row blocks read 0.96-1.03
+// (2048^3 on two threads 0.96).
 inline constexpr int64_t kManyRowsBlockMAvx512 = 64;
 inline constexpr std::initializer_list<int64_t> kBlockMAvx2 = {64}, kBlockKAvx2 = {256};
 // AVX-512, 512 < K <= kWholeBlockKMaxAvx512: all of K in one block (each

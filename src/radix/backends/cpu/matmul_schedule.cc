@@ -77,8 +77,6 @@ std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, const Vec
   if (!b.n) b.n = block_divisor(N, panel, kBlockN);
   if (!b.k) b.k = block_divisor(K, kRegK, wide ? *kBlockKAvx512.begin() : *kBlockKAvx2.begin());
   if (!b.m || !b.n || !b.k || b.n % panel != 0 || b.m % packed_reg_m(isa) != 0 || b.k % kRegK != 0) return std::nullopt;
-  // AVX-512, several row blocks: blocks of kManyRowsBlockMAvx512 rows.
-  if (wide && M > *kBlockMAvx512.begin() && M % kManyRowsBlockMAvx512 == 0) b.m = kManyRowsBlockMAvx512;
   // AVX2, several row blocks: longer K blocks, narrower column blocks (see
   // kLongBlockKAvx2).
   const bool avx2 = isa.registers == 16 && isa.f32_lanes == 8;
@@ -119,6 +117,10 @@ std::optional<PackBlocks> pack_blocks(int64_t M, int64_t N, int64_t K, const Vec
       b.k = K;
     }
   }
+  // AVX-512, several row blocks and several K blocks: blocks of
+  // kManyRowsBlockMAvx512 rows.
+  if (wide && M > *kBlockMAvx512.begin() && M % kManyRowsBlockMAvx512 == 0 && b.k < K)
+    b.m = kManyRowsBlockMAvx512;
   return b;
 }
 
