@@ -42,15 +42,15 @@ void prefetch_lines(mlir::OpBuilder& b, mlir::Location loc, mlir::Value buffer, 
 // system idles.
 bool computes_transcendentals(mlir::Operation* op);
 
-// A packed matmul's register tile in its panel loop (marked
-// radix.acc_tile_loop by the schedule): the K loop (the body's first
-// scf.for carrying one value) and the read of C that value starts from, on
-// the else branch of the scf.if radix-accumulators-from-fill may have put
-// there; none when the loop holds no such tile.
 // The K loop of a packed matmul's panel loop: the body's first scf.for
 // carrying one value (the accumulator tile); none when there is no such loop.
 mlir::scf::ForOp acc_k_loop(mlir::scf::ForOp panels);
 
+// A packed matmul's register tile in its panel loop (marked
+// radix.acc_tile_loop by the schedule): the K loop (acc_k_loop) and the
+// read of C that value starts from, on the else branch of the scf.if
+// radix-accumulators-from-fill may have put there; none when the loop holds
+// no such tile.
 struct AccTile {
   mlir::scf::ForOp k_loop;
   mlir::vector::TransferReadOp load;

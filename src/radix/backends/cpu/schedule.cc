@@ -139,6 +139,12 @@ constexpr int64_t kRowAccumulators = 4;
 // 1.26 -> 0.57 split, but its outputs then end in scalar stores, which
 // radix-streaming-stores does not take: RMSNorm's large outputs need them).
 constexpr int64_t kSplitRowMinCols = 32;
+constexpr int64_t kSplitRowVector = 16;
+// Where a row of `cols` is split (its last whole kSplitRowVector), or 0
+// when it is not.
+int64_t split_row_main_cols(int64_t cols) {
+  return cols > kSplitRowMinCols && cols % 4 != 0 ? cols / kSplitRowVector * kSplitRowVector : 0;
+}
 
 struct RowGroup {
   mlir::linalg::LinalgOp root;
@@ -246,11 +252,8 @@ std::vector<RowGroup> find_row_groups(mlir::func::FuncOp fn) {
     bool has_reduction = false;
     for (mlir::Operation* c : cand) has_reduction |= is_row_reduction(llvm::cast<mlir::linalg::LinalgOp>(c));
     const int64_t row = root.getStaticLoopRanges().back();
-    int64_t lanes = largest_divisor(row, kElementwiseWidths), main_cols = 0;
-    if (row > kSplitRowMinCols && row % 4 != 0) {
-      lanes = 16;
-      main_cols = row / lanes * lanes;
-    }
+    const int64_t main_cols = split_row_main_cols(row);
+    const int64_t lanes = main_cols > 0 ? kSplitRowVector : largest_divisor(row, kElementwiseWidths);
     if (!has_reduction || lanes < 4 || row < 2 * lanes) continue;
     RowGroup g{root, {}, lanes, main_cols};
     for (mlir::Operation* c : cand) g.members.push_back(llvm::cast<mlir::linalg::LinalgOp>(c));
@@ -980,8 +983,8 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
         // vectors divides it. Rows of whole 4-vectors keep them: their
         // outputs stay all vector stores, which radix-streaming-stores
         // needs.)
-        const int64_t main_cols = inner > kSplitRowMinCols && inner % 4 != 0 ? inner / 16 * 16 : 0;
-        if (main_cols > 0) v = 16;
+        const int64_t main_cols = split_row_main_cols(inner);
+        if (main_cols > 0) v = kSplitRowVector;
         if (main_cols == 0 && (inner % v != 0 || v < 4)) {
           ++sum.skipped;
           return;
