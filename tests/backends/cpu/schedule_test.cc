@@ -599,10 +599,11 @@ TEST(Schedule, MatmulConsumersFuseIntoRegisterTiles) {
 // time as one fused loop (one group in the schedule summary) on every ISA,
 // 1 and 2 threads, 1, 2 and 5 rows of every width class (multiples of 64, 16, 8 and 4 —
 // and 7, which no vector divides, left to the per-op schedule), against
-// double-precision loops. Rows over 32 that no 4 divides (301: an odd
-// prompt's attention rows) are split in every member at their last whole
-// 16, the rest a loop (unsplit, their reductions were scalar loops and the
-// group was not formed).
+// double-precision loops. Rows over 32 that no 16 divides (301: an odd
+// prompt's attention rows; 300, 40) are split in every member at their
+// last whole 16, the rest a loop or, where 4 divides it, vectors (unsplit,
+// reductions over rows no 4 divides were scalar loops and the group was
+// not formed; rows 4 divides ran in vectors of 4).
 TEST(Schedule, RowFusionOnEveryIsa) {
   struct Norm {
     const char* name;
@@ -642,7 +643,7 @@ TEST(Schedule, RowFusionOnEveryIsa) {
        }},
   };
   for (const Norm& nm : norms)
-    for (int64_t c : {256, 96, 40, 12, 7, 301})
+    for (int64_t c : {256, 96, 40, 12, 7, 301, 300})
       for (int64_t r : {1, 2, 5})
         for (const IsaCase& isa : kIsas)
           for (int threads : {1, 2}) {
@@ -661,7 +662,7 @@ TEST(Schedule, RowFusionOnEveryIsa) {
             // f32 with polynomial exp / log against double: a few ulp per step.
             EXPECT_TRUE(testing::all_close(must(out.to_host<float>()), want, 2e-5, 2e-6)) << what;
             const std::string script = slurp_stage(dir, "schedule-script.mlir");
-            const bool split = c > 32 && c % 4 != 0;
+            const bool split = c > 32 && c % 16 != 0;
             const int64_t lanes = split || c % 16 == 0 ? 16 : c % 8 == 0 ? 8 : c % 4 == 0 ? 4 : 1;
             // (One row folds to 1-D ops: each is already the whole row, no group.)
             if (r > 1 && lanes >= 4 && c >= 2 * lanes) {
@@ -677,12 +678,13 @@ TEST(Schedule, RowFusionOnEveryIsa) {
 
 // Row reductions (split into vector-wide partial results, then combined) and
 // column reductions (a vector of columns per step), f32 and i32, every ISA.
-// Elementwise rows no 4 divides (an odd prompt's 129 or 301 columns) run
-// in vectors of 16 up to their last whole 16, the rest split off as a loop,
-// on 1 and 2 threads; exact against the loop. Unsplit they were scalar
-// loops ("left as loops").
+// Elementwise rows no 16 divides (an odd prompt's 129 or 301 columns, or
+// 300) run in vectors of 16 up to their last whole 16, the rest split off
+// (a loop, or vectors where 4 divides it), on 1 and 2 threads; exact
+// against the loop. Unsplit, rows no 4 divides were scalar loops ("left as
+// loops") and 300 ran in vectors of 4.
 TEST(Schedule, OddRowsVectorizeTheirWholeVectors) {
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{7, 129}, {3, 301}, {2, 37}})
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{7, 129}, {3, 301}, {2, 37}, {5, 300}})
     for (const IsaCase& c : kIsas)
       for (int threads : {1, 2}) {
         SCOPED_TRACE(std::string(c.name) + " [" + std::to_string(rows) + ", " + std::to_string(cols) + "] on " +

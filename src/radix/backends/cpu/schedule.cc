@@ -129,21 +129,36 @@ void emit_conv(std::ostringstream& body, const std::string& id, const ConvTiles&
 // (apply_cse on the loop only), and each member vectorized along the row. A
 // row is read from memory once and written once; the rest stays in cache.
 constexpr int64_t kRowAccumulators = 4;
-// Rows longer than this whose length no 4 divides are split at their last
-// whole 16, the rest a loop: elementwise ones (see the elementwise
-// schedule) and row groups (emit_row_group). Unsplit, such a group was no
-// group at all, its reductions scalar loops. Measured on one Zen 5 core,
+// Rows longer than this that no 16 divides are split at their last whole
+// 16: the columns before it in vectors of 16, the rest (under 16) after it
+// in vectors of 4 or 8 where 4 divides it, else a loop. For elementwise ops
+// (see the elementwise schedule) and row groups (emit_row_group). Unsplit,
+// rows no 4 divides formed no group at all, their reductions scalar loops,
+// and rows 4 divides ran in vectors of 4. Measured on one Zen 5 core,
 // softmax over [768, C] f32, ns per element unsplit -> split: C = 301 3.06
 // -> 0.60, 302 2.83 -> 0.59, 65 2.45 -> 0.75 (304: 0.43); code for Zen 3
-// (AVX2) 301 1.37 -> 0.53. Rows 4 divides keep vectors of 4 or 8 (300 ran
-// 1.26 -> 0.57 split, but its outputs then end in scalar stores, which
-// radix-streaming-stores does not take: RMSNorm's large outputs need them).
+// (AVX2) 301 1.37 -> 0.53; rows 4 divides, vectors of 4 -> split: 300
+// 1.29 -> 0.50, 100 1.19 -> 0.64, 4100 1.21 -> 0.30 (AVX2 code: 300 1.14
+// -> 0.48, 4100 1.13 -> 0.43). The rest in vectors keeps every store of a
+// row 4 divides a vector store, which radix-streaming-stores takes (a
+// 16-vector at a 16-byte aligned address streams as four 4-vectors):
+// RMSNorm over 64 MiB of rows of 4100 0.29-0.38 -> 0.22-0.32 ns per
+// element, rows of 4104 (vectors of 8 before) even.
 constexpr int64_t kSplitRowMinCols = 32;
 constexpr int64_t kSplitRowVector = 16;
 // Where a row of `cols` is split (its last whole kSplitRowVector), or 0
 // when it is not.
 int64_t split_row_main_cols(int64_t cols) {
-  return cols > kSplitRowMinCols && cols % 4 != 0 ? cols / kSplitRowVector * kSplitRowVector : 0;
+  return cols > kSplitRowMinCols && cols % kSplitRowVector != 0 ? cols / kSplitRowVector * kSplitRowVector : 0;
+}
+// The vector width of a split row's rest (`rest` columns), or 0: a loop.
+int64_t split_row_rest_lanes(int64_t rest) { return rest % 4 == 0 ? largest_divisor(rest, kElementwiseWidths) : 0; }
+
+// The tile of a row reduction's partial sums over `row` columns in vectors
+// of `lanes`: kRowAccumulators vectors where the row allows, else one.
+int64_t row_accumulator_tile(int64_t row, int64_t lanes) {
+  return row % (kRowAccumulators * lanes) == 0 && row >= 2 * kRowAccumulators * lanes ? kRowAccumulators * lanes
+                                                                                       : lanes;
 }
 
 struct RowGroup {
@@ -400,20 +415,24 @@ void emit_row_group(std::ostringstream& body, RowGroup g, const std::string& roo
   // Reductions keep kRowAccumulators independent vector partial sums where the
   // row allows: one accumulator would wait on its own latency every step.
   std::vector<int64_t> split(n, 0);
-  const int64_t row = g.main_cols > 0 ? g.main_cols : g.root.getStaticLoopRanges().back();
-  split.back() = row % (kRowAccumulators * g.lanes) == 0 && row >= 2 * kRowAccumulators * g.lanes
-                     ? kRowAccumulators * g.lanes
-                     : g.lanes;
+  split.back() = row_accumulator_tile(g.main_cols > 0 ? g.main_cols : g.root.getStaticLoopRanges().back(), g.lanes);
   for (size_t i = 0; i <= ids.size(); ++i) {
     mlir::linalg::LinalgOp op = i < ids.size() ? g.members[i] : g.root;
     std::string h = (i < ids.size() ? ids[i] : root_id) + "in";
     // One value per row (fills, 1 / sum): stays scalar.
     if (llvm::isa<mlir::linalg::FillOp>(op.getOperation()) || is_row_scalar_op(op, g.root)) continue;
     rematch(h, "linalg.generic", i < ids.size() ? sids[i] : root_sid);
-    // Rows no 4 divides: the whole vectors first, the rest a loop after
-    // them (a reduction's rest adds to the first part's result).
+    // Rows no 16 divides: the whole vectors first, the rest after them (a
+    // reduction's rest adds to the first part's result), in one vector
+    // (reductions) or in vectors of its lanes where 4 divides it.
     if (g.main_cols > 0) {
       emit_split(body, h, h + "sp", g.main_cols, int64_t(n - 1), h + "m", h + "r");
+      if (const int64_t rest = split_row_rest_lanes(g.root.getStaticLoopRanges().back() - g.main_cols)) {
+        if (is_row_reduction(op))
+          body << "    transform.structured.vectorize %" << h << "r : !transform.any_op\n";
+        else
+          emit_lane_tiles(body, h + "r", n, rest);
+      }
       h += "m";
     }
     if (is_row_reduction(op)) {
@@ -976,13 +995,11 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
       if (elementwise && !touches_bool(op)) {
         const int64_t inner = ranges.back();
         int64_t v = largest_divisor(inner, kElementwiseWidths);
-        // Rows no 4 divides (an odd prompt's 129 or 301 columns): the
-        // columns up to the last whole 16 in vectors of 16, the rest split
-        // off as a loop; without, the rows ran as scalar loops. (The
-        // threads' forall never tiles the split dim: no chunk of whole
-        // vectors divides it. Rows of whole 4-vectors keep them: their
-        // outputs stay all vector stores, which radix-streaming-stores
-        // needs.)
+        // Rows no 16 divides (an odd prompt's 129 or 301 columns, or 300):
+        // the columns up to the last whole 16 in vectors of 16, the rest
+        // split off, in vectors where 4 divides it, else a loop; without,
+        // rows no 4 divides ran as scalar loops. (The threads' forall
+        // never tiles the split dim: no chunk of whole vectors divides it.)
         const int64_t main_cols = split_row_main_cols(inner);
         if (main_cols > 0) v = kSplitRowVector;
         if (main_cols == 0 && (inner % v != 0 || v < 4)) {
@@ -997,6 +1014,8 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
         if (main_cols > 0) {
           emit_split(body, id, id + "sc", main_cols, int64_t(ranges.size() - 1), id + "mc", id + "rc");
           main = id + "mc";
+          if (const int64_t rest = split_row_rest_lanes(inner - main_cols))
+            emit_lane_tiles(body, id + "rc", ranges.size(), rest, par);
         }
         emit_lane_tiles(body, main, ranges.size(), v, par);
         if (!par.empty()) ++sum.parallel;

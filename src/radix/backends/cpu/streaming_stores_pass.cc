@@ -17,9 +17,11 @@
 // A non-temporal store needs its full vector width of alignment (LLVM
 // splits an under-aligned one into 8-byte pieces), and callees get views of
 // their caller's buffers at any offset, so each store checks its address at
-// run time: aligned -> non-temporal store, else the original store. The
-// branch goes the same way for a whole row and costs a few integer ops per
-// 16 floats in a loop bound by memory.
+// run time: aligned -> non-temporal store; 16-byte aligned -> non-temporal
+// 16-byte pieces (rows of 300 or 4100 f32); else the original store. The
+// branch goes the same way for a whole row (LLVM takes it out of the row's
+// loop) and costs a few integer ops per 16 floats in a loop bound by
+// memory.
 //
 // Non-temporal stores are weakly ordered: each thread's part of a parallel
 // loop and the function itself end with an sfence, so a thread that reads
@@ -58,6 +60,9 @@
 namespace radix {
 
 namespace {
+
+// The smallest non-temporal store a vector is split into (an xmm register).
+constexpr int64_t kStreamPiece = 16;
 
 // A contiguous write of one 1-D vector that can become a vector.store:
 // its memref, indices and value, and the vector's size in bytes.
@@ -136,28 +141,48 @@ llvm::SmallVector<StreamWrite> writes_only(mlir::Value arg, llvm::SmallVector<ml
   return writes;
 }
 
-// scf.if (address of the write % bytes == 0) { non-temporal store } else { the write }.
+// scf.if (address of the write % bytes == 0) { non-temporal store }
+// else { the write }; a vector of more than 16 bytes at an address that only
+// 16 divides (rows of 300 f32 start at every fourth 16 bytes) is stored as
+// non-temporal 16-byte pieces in between, which the core's write-combining
+// buffers join into whole lines again.
 void stream(const StreamWrite& w) {
   mlir::OpBuilder b(w.op);
   const mlir::Location loc = w.op->getLoc();
   auto mt = llvm::cast<mlir::MemRefType>(w.memref.getType());
+  const int64_t elem = element_bytes(mt.getElementType());
   auto meta = mlir::memref::ExtractStridedMetadataOp::create(b, loc, w.memref);
   mlir::Value addr = meta.getOffset();
   for (size_t d = 0; d < w.indices.size(); ++d)
     addr = mlir::arith::AddIOp::create(
         b, loc, addr, mlir::arith::MulIOp::create(b, loc, w.indices[d], meta.getStrides()[d]));
   auto index_const = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(b, loc, v); };
-  addr = mlir::arith::MulIOp::create(b, loc, addr, index_const(element_bytes(mt.getElementType())));
+  addr = mlir::arith::MulIOp::create(b, loc, addr, index_const(elem));
   mlir::Value base = mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, w.memref);
   addr = mlir::arith::AddIOp::create(b, loc, base, addr);
-  mlir::Value low = mlir::arith::AndIOp::create(b, loc, addr, index_const(w.bytes - 1));
-  mlir::Value aligned =
-      mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::eq, low, index_const(0));
-  auto if_op = mlir::scf::IfOp::create(b, loc, aligned, /*withElseRegion=*/true);
+  auto aligned_to = [&](int64_t bytes) {
+    mlir::Value low = mlir::arith::AndIOp::create(b, loc, addr, index_const(bytes - 1));
+    return mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::eq, low, index_const(0));
+  };
+  auto if_op = mlir::scf::IfOp::create(b, loc, aligned_to(w.bytes), /*withElseRegion=*/true);
   b.setInsertionPointToStart(if_op.thenBlock());
   mlir::vector::StoreOp::create(b, loc, w.value, w.memref, w.indices, /*nontemporal=*/true,
                                 llvm::MaybeAlign(w.bytes));
   b.setInsertionPointToStart(if_op.elseBlock());
+  if (w.bytes > kStreamPiece) {
+    auto pieces = mlir::scf::IfOp::create(b, loc, aligned_to(kStreamPiece), /*withElseRegion=*/true);
+    b.setInsertionPointToStart(pieces.thenBlock());
+    const int64_t lanes = kStreamPiece / elem;
+    for (int64_t at = 0; at * elem < w.bytes; at += lanes) {
+      mlir::Value piece = mlir::vector::ExtractStridedSliceOp::create(
+          b, loc, w.value, llvm::ArrayRef<int64_t>{at}, llvm::ArrayRef<int64_t>{lanes}, llvm::ArrayRef<int64_t>{1});
+      llvm::SmallVector<mlir::Value> indices = w.indices;
+      indices.back() = mlir::arith::AddIOp::create(b, loc, indices.back(), index_const(at));
+      mlir::vector::StoreOp::create(b, loc, piece, w.memref, indices, /*nontemporal=*/true,
+                                    llvm::MaybeAlign(kStreamPiece));
+    }
+    b.setInsertionPointToStart(pieces.elseBlock());
+  }
   b.clone(*w.op);
   w.op->erase();
 }
