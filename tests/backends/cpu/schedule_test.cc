@@ -702,45 +702,55 @@ TEST(Schedule, OddRowsVectorizeTheirWholeVectors) {
       }
 }
 
+// Rows of 96 (vectors of 16), 256 (four 16-vectors of partial sums), 300
+// and 301 (split at the last whole 16, the rest vectors of 4 or a loop;
+// unsplit, 301's row and column reductions were scalar loops).
 TEST(Schedule, ReductionsVectorizeOnEveryIsa) {
-  const int64_t R = 24, C = 96;
-  Shape fs(DType::kF32, {R, C}), is(DType::kI32, {R, C});
-  std::vector<float> xf = testing::random_vec<float>(size_t(R * C), -4, 4, 31);
-  std::vector<int32_t> xi(xf.size());
-  for (size_t i = 0; i < xf.size(); ++i) xi[i] = static_cast<int32_t>(xf[i] * 1000);
-  for (const IsaCase& c : kIsas) {
-    fs::path dir = fs::temp_directory_path() / ("radix-red-" + std::to_string(::getpid()) + "-" + c.name);
-    CompileFnOptions o = testing::isa_options(c, 0, {"schedule-script"}, dir);
-    auto exe = must(compile_fn(cpu(), o, [](Tensor f, Tensor i) {
-      return std::make_tuple(reduce_sum(f, {1}), reduce_max(f, {1}), reduce_sum(f, {0}), reduce_min(i, {1}),
-                             reduce_sum(i, {0}));
-    }, fs, is));
-    EXPECT_FALSE(exe.executable().stats().schedule_fell_back) << c.name;
-    const std::string script = slurp_stage(dir, "schedule-script.mlir");
-    EXPECT_NE(script.find("tile_reduction_using_for"), std::string::npos) << c.name;
-    fs::remove_all(dir);
-    auto [rsum, rmax, csum, imin, isum] = must(exe.call(must(cpu().buffer(fs, xf)), must(cpu().buffer(is, xi))));
-    std::vector<float> want_rsum(R, 0), want_rmax(R, -INFINITY), want_csum(C, 0);
-    std::vector<int32_t> want_imin(R, INT32_MAX), want_isum(C, 0);
-    std::vector<double> acc_r(R, 0), acc_c(C, 0);
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t k = 0; k < C; ++k) {
-        float v = xf[size_t(r * C + k)];
-        acc_r[size_t(r)] += v;
-        acc_c[size_t(k)] += v;
-        want_rmax[size_t(r)] = std::max(want_rmax[size_t(r)], v);
-        want_imin[size_t(r)] = std::min(want_imin[size_t(r)], xi[size_t(r * C + k)]);
-        want_isum[size_t(k)] += xi[size_t(r * C + k)];
-      }
-    for (int64_t r = 0; r < R; ++r) want_rsum[size_t(r)] = float(acc_r[size_t(r)]);
-    for (int64_t k = 0; k < C; ++k) want_csum[size_t(k)] = float(acc_c[size_t(k)]);
-    // Sums reassociate (partial sums per lane): f32 sums of <= 96 values of
-    // size <= 4 vs a double reference, atol 1e-4. Max / min / int sums: exact.
-    EXPECT_TRUE(testing::all_close(must(rsum.to_host<float>()), want_rsum, 1e-5, 1e-4)) << c.name;
-    EXPECT_TRUE(testing::all_close(must(csum.to_host<float>()), want_csum, 1e-5, 1e-4)) << c.name;
-    EXPECT_EQ(must(rmax.to_host<float>()), want_rmax) << c.name;
-    EXPECT_EQ(must(imin.to_host<int32_t>()), want_imin) << c.name;
-    EXPECT_EQ(must(isum.to_host<int32_t>()), want_isum) << c.name;
+  for (const int64_t C : {96, 256, 300, 301}) {
+    SCOPED_TRACE("rows of " + std::to_string(C));
+    const int64_t R = 24;
+    Shape fs(DType::kF32, {R, C}), is(DType::kI32, {R, C});
+    std::vector<float> xf = testing::random_vec<float>(size_t(R * C), -4, 4, 31);
+    std::vector<int32_t> xi(xf.size());
+    for (size_t i = 0; i < xf.size(); ++i) xi[i] = static_cast<int32_t>(xf[i] * 1000);
+    for (const IsaCase& c : kIsas) {
+      fs::path dir = fs::temp_directory_path() / ("radix-red-" + std::to_string(::getpid()) + "-" + c.name);
+      CompileFnOptions o = testing::isa_options(c, 0, {"schedule-script"}, dir);
+      auto exe = must(compile_fn(cpu(), o, [](Tensor f, Tensor i) {
+        return std::make_tuple(reduce_sum(f, {1}), reduce_max(f, {1}), reduce_sum(f, {0}), reduce_min(i, {1}),
+                               reduce_sum(i, {0}));
+      }, fs, is));
+      EXPECT_FALSE(exe.executable().stats().schedule_fell_back) << c.name;
+      const std::string script = slurp_stage(dir, "schedule-script.mlir");
+      EXPECT_NE(script.find("tile_reduction_using_for"), std::string::npos) << c.name;
+      EXPECT_NE(script.find("0 left as loops"), std::string::npos) << c.name << "\n" << script.substr(0, 300);
+      // Row reductions' partial sums: 16 lanes (64 as four vectors for 256).
+      EXPECT_NE(script.find(C == 256 ? "tile_sizes = [0, 64]" : "tile_sizes = [0, 16]"), std::string::npos) << c.name;
+      EXPECT_EQ(script.find("tile_sizes = [0, 4]"), std::string::npos) << c.name;
+      fs::remove_all(dir);
+      auto [rsum, rmax, csum, imin, isum] = must(exe.call(must(cpu().buffer(fs, xf)), must(cpu().buffer(is, xi))));
+      std::vector<float> want_rsum(R, 0), want_rmax(R, -INFINITY), want_csum(C, 0);
+      std::vector<int32_t> want_imin(R, INT32_MAX), want_isum(C, 0);
+      std::vector<double> acc_r(R, 0), acc_c(C, 0);
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t k = 0; k < C; ++k) {
+          float v = xf[size_t(r * C + k)];
+          acc_r[size_t(r)] += v;
+          acc_c[size_t(k)] += v;
+          want_rmax[size_t(r)] = std::max(want_rmax[size_t(r)], v);
+          want_imin[size_t(r)] = std::min(want_imin[size_t(r)], xi[size_t(r * C + k)]);
+          want_isum[size_t(k)] += xi[size_t(r * C + k)];
+        }
+      for (int64_t r = 0; r < R; ++r) want_rsum[size_t(r)] = float(acc_r[size_t(r)]);
+      for (int64_t k = 0; k < C; ++k) want_csum[size_t(k)] = float(acc_c[size_t(k)]);
+      // Sums reassociate (partial sums per lane): f32 sums of <= 301 values of
+      // size <= 4 vs a double reference, atol 3e-4. Max / min / int sums: exact.
+      EXPECT_TRUE(testing::all_close(must(rsum.to_host<float>()), want_rsum, 1e-5, 3e-4)) << c.name;
+      EXPECT_TRUE(testing::all_close(must(csum.to_host<float>()), want_csum, 1e-5, 3e-4)) << c.name;
+      EXPECT_EQ(must(rmax.to_host<float>()), want_rmax) << c.name;
+      EXPECT_EQ(must(imin.to_host<int32_t>()), want_imin) << c.name;
+      EXPECT_EQ(must(isum.to_host<int32_t>()), want_isum) << c.name;
+    }
   }
 }
 
