@@ -22,6 +22,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "radix/backends/cpu/cpu_passes.h"
 #include "radix/backends/cpu/matmul_schedule.h"
+#include "radix/backends/cpu/prefetch_util.h"
 #include "radix/backends/cpu/schedule_util.h"
 #include "radix/trace/diagnostic_collector.h"
 
@@ -154,14 +155,26 @@ int64_t split_row_main_cols(int64_t cols) {
 // The vector width of a split row's rest (`rest` columns), or 0: a loop.
 int64_t split_row_rest_lanes(int64_t rest) { return rest % 4 == 0 ? largest_divisor(rest, kElementwiseWidths) : 0; }
 
+// Where an op over all its rows at once (elementwise, column sums) splits
+// rows of `cols`, or 0. Split so, the op is two ops, each a pass over every
+// row: rows 4 divides, already in vectors of 4 or 8, are split only where
+// the op evaluates a transcendental function (SiLU over [256, C], ns per
+// element, vectors of 4 or 8 -> split, one Zen 5 core: C = 44 0.65 ->
+// 0.31, 100 0.65 -> 0.19, 136 0.33 -> 0.18); a light op's second pass cost
+// more than the wider vectors gained (relu(1.5 x) - x: 40 0.089 -> 0.12,
+// 44 0.095 -> 0.14, 100 even).
+int64_t split_op_main_cols(int64_t cols, bool transcendental) {
+  return cols % 4 != 0 || transcendental ? split_row_main_cols(cols) : 0;
+}
+
 // `id` (an op over `n` loops whose innermost, of `cols`, is parallel) tiled
 // by `par` over the threads and by vectors of `v` along its innermost loop;
-// rows no 16 divides (v = kSplitRowVector) split at their last whole 16
-// first, the rest in vectors of its own lanes where 4 divides it.
-void emit_row_lane_tiles(std::ostringstream& body, const std::string& id, size_t n, int64_t cols, int64_t v,
-                         const std::vector<int64_t>& par) {
+// split first at `main_cols` (> 0: split_op_main_cols), the rest in vectors
+// of its own lanes where 4 divides it.
+void emit_row_lane_tiles(std::ostringstream& body, const std::string& id, size_t n, int64_t cols, int64_t main_cols,
+                         int64_t v, const std::vector<int64_t>& par) {
   std::string main = id;
-  if (const int64_t main_cols = split_row_main_cols(cols); main_cols > 0) {
+  if (main_cols > 0) {
     emit_split(body, id, id + "sc", main_cols, int64_t(n - 1), id + "mc", id + "rc");
     main = id + "mc";
     if (const int64_t rest = split_row_rest_lanes(cols - main_cols)) emit_lane_tiles(body, id + "rc", n, rest, par);
@@ -999,15 +1012,15 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
         } else if (iters.back() == mlir::utils::IteratorType::parallel) {
           // Innermost axis kept (column sums): V columns at a time, every other
           // loop (the reduction included) one step at a time; rows of
-          // columns no 16 divides split as elementwise ones.
-          const int64_t v = split_row_main_cols(ranges.back()) > 0 ? kSplitRowVector
-                                                                   : largest_divisor(ranges.back(), kElementwiseWidths);
+          // columns split as elementwise ones.
+          const int64_t main_cols = split_op_main_cols(ranges.back(), computes_transcendentals(op));
+          const int64_t v = main_cols > 0 ? kSplitRowVector : largest_divisor(ranges.back(), kElementwiseWidths);
           if (v >= 4) {
             match();
             std::vector<int64_t> granules(n, 1);
             granules.back() = v;
             std::vector<int64_t> par = parallel_tiles(op, op_threads, kParallelMinWork, granules);
-            emit_row_lane_tiles(body, id, n, ranges.back(), v, par);
+            emit_row_lane_tiles(body, id, n, ranges.back(), main_cols, v, par);
             if (!par.empty()) ++sum.parallel;
             ++sum.reductions;
             return;
@@ -1027,12 +1040,13 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
       if (elementwise && !touches_bool(op)) {
         const int64_t inner = ranges.back();
         int64_t v = largest_divisor(inner, kElementwiseWidths);
-        // Rows no 16 divides (an odd prompt's 129 or 301 columns, or 300):
-        // the columns up to the last whole 16 in vectors of 16, the rest
-        // split off, in vectors where 4 divides it, else a loop; without,
-        // rows no 4 divides ran as scalar loops. (The threads' forall
-        // never tiles the split dim: no chunk of whole vectors divides it.)
-        const int64_t main_cols = split_row_main_cols(inner);
+        // Rows no 4 divides (an odd prompt's 129 or 301 columns), and with
+        // a transcendental function rows no 16 divides (300): the columns up
+        // to the last whole 16 in vectors of 16, the rest split off, in
+        // vectors where 4 divides it, else a loop; without, rows no 4
+        // divides ran as scalar loops. (The threads' forall never tiles the
+        // split dim: no chunk of whole vectors divides it.)
+        const int64_t main_cols = split_op_main_cols(inner, computes_transcendentals(op));
         if (main_cols > 0) v = kSplitRowVector;
         if (main_cols == 0 && (inner % v != 0 || v < 4)) {
           ++sum.skipped;
@@ -1042,7 +1056,7 @@ std::string build_cpu_schedule(mlir::ModuleOp module, const VectorIsa& isa, int 
         std::vector<int64_t> granules(ranges.size(), 1);
         granules.back() = v;
         std::vector<int64_t> par = parallel_tiles(op, op_threads, kParallelMinWork, granules);
-        emit_row_lane_tiles(body, id, ranges.size(), inner, v, par);
+        emit_row_lane_tiles(body, id, ranges.size(), inner, main_cols, v, par);
         if (!par.empty()) ++sum.parallel;
         ++sum.elementwise;
         return;
