@@ -138,13 +138,13 @@ constexpr int64_t kRowAccumulators = 4;
 // and rows 4 divides ran in vectors of 4. Measured on one Zen 5 core,
 // softmax over [768, C] f32, ns per element unsplit -> split: C = 301 3.06
 // -> 0.60, 302 2.83 -> 0.59, 65 2.45 -> 0.75 (304: 0.43); code for Zen 3
-// (AVX2) 301 1.37 -> 0.53; rows 4 divides, vectors of 4 -> split: 300
-// 1.29 -> 0.50, 100 1.19 -> 0.64, 4100 1.21 -> 0.30 (AVX2 code: 300 1.14
-// -> 0.48, 4100 1.13 -> 0.43). The rest in vectors keeps every store of a
-// row 4 divides a vector store, which radix-streaming-stores takes (a
-// 16-vector at a 16-byte aligned address streams as four 4-vectors):
-// RMSNorm over 64 MiB of rows of 4100 0.29-0.38 -> 0.22-0.32 ns per
-// element, rows of 4104 (vectors of 8 before) even.
+// (AVX2) 301 1.37 -> 0.53; rows 4 divides, vectors of 4 or 8 -> split:
+// 300 1.29 -> 0.50, 100 1.19 -> 0.64, 4100 1.21 -> 0.30, 264 0.65 -> 0.41
+// (AVX2 code: 300 1.14 -> 0.48, 4100 1.13 -> 0.43). The rest in vectors
+// keeps every store of a row 4 divides a vector store, which
+// radix-streaming-stores takes (a 16-vector at a 16-byte aligned address
+// streams as four 4-vectors): RMSNorm over 64 MiB of rows of 4100
+// 0.25-0.37 -> 0.21-0.29 ns per element, of 300 0.24-0.28 -> 0.15-0.21.
 constexpr int64_t kSplitRowMinCols = 32;
 constexpr int64_t kSplitRowVector = 16;
 // Where a row of `cols` is split (its last whole kSplitRowVector), or 0
@@ -292,10 +292,17 @@ std::vector<RowGroup> find_row_groups(mlir::func::FuncOp fn) {
             break;
           }
     }
-    bool has_reduction = false;
-    for (mlir::Operation* c : cand) has_reduction |= is_row_reduction(llvm::cast<mlir::linalg::LinalgOp>(c));
+    bool has_reduction = false, transcendental = computes_transcendentals(root);
+    for (mlir::Operation* c : cand) {
+      has_reduction |= is_row_reduction(llvm::cast<mlir::linalg::LinalgOp>(c));
+      transcendental |= computes_transcendentals(c);
+    }
     const int64_t row = root.getStaticLoopRanges().back();
-    const int64_t main_cols = split_row_main_cols(row);
+    // A light group's rows that 8 divides keep their vectors of 8: aligned
+    // to 32 bytes, they never straddle two cache lines, where the split's
+    // vectors of 16 straddle one in two (RMSNorm over 64 MiB of rows of
+    // 4104, 8-vectors -> split: 0.205-0.218 -> 0.24-0.32 ns per element).
+    const int64_t main_cols = transcendental || row % 8 != 0 ? split_row_main_cols(row) : 0;
     const int64_t lanes = main_cols > 0 ? kSplitRowVector : largest_divisor(row, kElementwiseWidths);
     if (!has_reduction || lanes < 4 || row < 2 * lanes) continue;
     RowGroup g{root, {}, lanes, main_cols};
